@@ -1,0 +1,214 @@
+"""The public store: where a project's memory lives, and the Python-side
+rules applied before the Rust core writes (type inference, parent types).
+
+Reads (``get``, ``search``, ``keys`` …) are inherited unchanged from the Rust
+``Store``; this class only adds what needs a Python rule table or a Python
+protocol (context managers, class-method constructors).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from . import _core
+from ._core import Entry
+from .classify import DEFAULT_TYPE, classify, parent_type
+
+STORE_FILE_NAME = "memory.redb"
+DEFAULT_TIMEOUT = 5.0
+
+
+def encode_cwd(path: str | os.PathLike[str]) -> str:
+    """BEHAVIOUR §1.1: the directory name of a project's store.
+
+    Leading ``/`` and ``\\`` are stripped, every ``/``, ``\\`` and ``:``
+    becomes ``-``, and the result is wrapped in ``--``.
+    """
+    text = os.fspath(path).lstrip("/\\")
+    for separator in "/\\:":
+        text = text.replace(separator, "-")
+    return f"--{text}--"
+
+
+def default_base_dir() -> Path:
+    """``$MEMBOLT_HOME`` if set, else ``~/.membolt/memory``."""
+    home = os.environ.get("MEMBOLT_HOME")
+    if home:
+        return Path(home)
+    return Path.home() / ".membolt" / "memory"
+
+
+def project_store_path(
+    cwd: str | os.PathLike[str] | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+) -> Path:
+    """The store file of the project at ``cwd`` (default: the working directory).
+
+    A relative ``cwd`` is made absolute first, so every caller in the same
+    project reaches the same store whatever its own working directory.
+    """
+    project = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    base = Path(base_dir) if base_dir is not None else default_base_dir()
+    return base / encode_cwd(project) / STORE_FILE_NAME
+
+
+def _save_args(
+    key: object, value: object, type: object, namespace: object, references: object
+) -> tuple[object, ...]:
+    """The arguments of the core's ``_save``: the Python rules filled in."""
+    inferred = classify(key) if isinstance(key, str) else DEFAULT_TYPE
+    new_type = type if isinstance(type, str) else inferred
+    return (key, value, type, inferred, namespace, references, parent_type(new_type))
+
+
+class MemoryStore(_core.Store):
+    """A persistent, project-scoped memory store (one redb file).
+
+    Safe to use from several threads and several processes at once. The file
+    is opened only for the duration of a burst of calls, so other processes
+    can use it in between; when another process holds it longer than
+    ``timeout`` seconds, calls raise :class:`~membolt.StoreBusyError`.
+    """
+
+    @classmethod
+    def for_project(
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        base_dir: str | os.PathLike[str] | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> MemoryStore:
+        """The store of the project at ``cwd`` under ``base_dir`` (§1.1)."""
+        return cls(project_store_path(cwd, base_dir), timeout=timeout)
+
+    def save(
+        self,
+        key: str,
+        value: str,
+        type: str | None = None,
+        namespace: str | None = None,
+        references: Sequence[str] | None = None,
+    ) -> Entry:
+        """Create or overwrite one entry (BEHAVIOUR §1.3) and return it.
+
+        A new key gets ``type`` or the inferred type (§2), ``namespace`` or
+        ``""``, and ``references`` or its automatic parent (§3.2). An existing
+        key keeps its type, namespace and references unless given.
+        """
+        return self._save(*_save_args(key, value, type, namespace, references))
+
+    def save_many(
+        self,
+        items: Iterable[tuple[str, str] | tuple[str, str, str | None]],
+        *,
+        caps: bool = True,
+    ) -> list[Entry]:
+        """The extraction batch (§3.3): one transaction, chained links.
+
+        Items are ``(key, value)`` or ``(key, value, type)``. New entries after
+        the first link to the previous key of the batch, except tool results,
+        which link to their typed parent. With ``caps`` (the default) the §6.7
+        caps are applied in the same transaction.
+        """
+        rows = []
+        for item in items:
+            key, value, explicit = (*item, None)[:3] if len(item) == 2 else item
+            _, _, _, inferred, _, _, parent = _save_args(key, value, explicit, None, None)
+            rows.append((key, value, explicit, inferred, parent, None))
+        return self._save_many(rows, caps)
+
+    def batch(self) -> Batch:
+        """Group plain writes into one transaction::
+
+            with store.batch() as b:
+                b.save("k", "v")
+                b.delete("old")
+
+        Nothing is written if the block raises.
+        """
+        return Batch(self)
+
+    @contextmanager
+    def hold(self) -> Iterator[MemoryStore]:
+        """Keep the store open (and other processes out) for the block."""
+        self._hold()
+        try:
+            yield self
+        finally:
+            self._unhold()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({str(self.path)!r})"
+
+
+class Batch:
+    """Operations collected by :meth:`MemoryStore.batch`, applied on exit."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._ops: list[tuple[object, ...]] = []
+        self.results: list[Any] = []
+
+    def save(
+        self,
+        key: str,
+        value: str,
+        type: str | None = None,
+        namespace: str | None = None,
+        references: Sequence[str] | None = None,
+    ) -> None:
+        self._ops.append(("save", *_save_args(key, value, type, namespace, references)))
+
+    def delete(self, key: str) -> None:
+        self._ops.append(("delete", key))
+
+    def link(self, key: str, parent: str) -> None:
+        self._ops.append(("link", key, parent))
+
+    def unlink(self, key: str, parent: str) -> None:
+        self._ops.append(("unlink", key, parent))
+
+    def __enter__(self) -> Batch:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None and self._ops:
+            self.results = self._store._apply_batch(self._ops)
+        self._ops = []
+
+
+_stores: dict[str, MemoryStore] = {}
+_stores_lock = threading.Lock()
+
+
+def get_or_create_store(cwd: str | os.PathLike[str] | None = None) -> MemoryStore:
+    """The process-wide store of the project at ``cwd``, created on first use."""
+    project = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    with _stores_lock:
+        store = _stores.get(project)
+        if store is None or store.closed:
+            store = MemoryStore.for_project(project)
+            _stores[project] = store
+        return store

@@ -1,0 +1,245 @@
+//! A memory entry and its on-disk encoding.
+//!
+//! The encoding is membolt's own (never redb's tuple types, whose layout has
+//! changed between redb majors): a format byte, then the fields in a fixed
+//! order. The key is not part of the encoded value; it is the table key.
+//!
+//! ```text
+//! format 1:  0x01
+//!            created_at  zigzag LEB128 i64
+//!            updated_at  zigzag LEB128 i64
+//!            value       LEB128 length + UTF-8 bytes
+//!            type        LEB128 length + UTF-8 bytes
+//!            namespace   LEB128 length + UTF-8 bytes
+//!            references  LEB128 count, then each as LEB128 length + UTF-8 bytes
+//! ```
+//!
+//! A reader refuses any other format byte, trailing bytes, truncated fields or
+//! invalid UTF-8: a damaged record is reported, never half-read.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The only record format this version writes and reads.
+const FORMAT_V1: u8 = 1;
+
+/// One stored fact. Strings are shared (`Arc<str>`) because the same entry is
+/// read by the mirror, search, rendering and the query engine without copies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub key: Arc<str>,
+    pub value: Arc<str>,
+    /// The entry's type (`kind` because `type` is a Rust keyword).
+    pub kind: Arc<str>,
+    pub namespace: Arc<str>,
+    /// Keys of parent entries: insertion order, no duplicates, never `key`.
+    pub references: Vec<Arc<str>>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Why a stored record could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError(pub String);
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+impl Entry {
+    /// Encodes everything but the key (which is the table key).
+    pub fn encode(&self) -> Vec<u8> {
+        let refs_len: usize = self.references.iter().map(|r| r.len() + 2).sum();
+        let mut out = Vec::with_capacity(
+            24 + self.value.len() + self.kind.len() + self.namespace.len() + refs_len,
+        );
+        out.push(FORMAT_V1);
+        put_varint(&mut out, zigzag(self.created_at));
+        put_varint(&mut out, zigzag(self.updated_at));
+        put_str(&mut out, &self.value);
+        put_str(&mut out, &self.kind);
+        put_str(&mut out, &self.namespace);
+        put_varint(&mut out, self.references.len() as u64);
+        for reference in &self.references {
+            put_str(&mut out, reference);
+        }
+        out
+    }
+
+    /// Decodes a record stored under `key`.
+    pub fn decode(key: &str, bytes: &[u8]) -> Result<Entry, DecodeError> {
+        let mut reader = Reader { bytes, pos: 0 };
+        match reader.byte()? {
+            FORMAT_V1 => {}
+            other => {
+                return Err(DecodeError(format!("unknown record format {other}")));
+            }
+        }
+        let created_at = unzigzag(reader.varint()?);
+        let updated_at = unzigzag(reader.varint()?);
+        let value = reader.string()?;
+        let kind = reader.string()?;
+        let namespace = reader.string()?;
+        let count = reader.varint()?;
+        // Each reference takes at least one byte, so a count larger than what
+        // is left is damage, not a reason to allocate.
+        if count > (bytes.len() - reader.pos) as u64 {
+            return Err(DecodeError(format!("reference count {count} is too large")));
+        }
+        let mut references = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            references.push(reader.string()?);
+        }
+        if reader.pos != bytes.len() {
+            return Err(DecodeError("trailing bytes after the record".into()));
+        }
+        Ok(Entry {
+            key: Arc::from(key),
+            value,
+            kind,
+            namespace,
+            references,
+            created_at,
+            updated_at,
+        })
+    }
+
+    /// Bytes this entry costs in the `<memory>` budget (BEHAVIOUR §5.1).
+    pub fn render_cost(&self) -> usize {
+        self.key.len() + self.value.len() + 30
+    }
+}
+
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+fn unzigzag(n: u64) -> i64 {
+    ((n >> 1) as i64) ^ -((n & 1) as i64)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Result<u8, DecodeError> {
+        let b = *self
+            .bytes
+            .get(self.pos)
+            .ok_or_else(|| DecodeError("record ends early".into()))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut n: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            n |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(n);
+            }
+        }
+        Err(DecodeError("varint longer than 64 bits".into()))
+    }
+
+    fn string(&mut self) -> Result<Arc<str>, DecodeError> {
+        let len = self.varint()?;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|len| self.pos.checked_add(len))
+            .filter(|&end| end <= self.bytes.len())
+            .ok_or_else(|| DecodeError("string runs past the record".into()))?;
+        let text = std::str::from_utf8(&self.bytes[self.pos..end])
+            .map_err(|_| DecodeError("string is not UTF-8".into()))?;
+        self.pos = end;
+        Ok(Arc::from(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Entry {
+        Entry {
+            key: "result:build".into(),
+            value: "compiles; 世界 tests pending".into(),
+            kind: "result".into(),
+            namespace: "".into(),
+            references: vec!["tool:write".into(), "prompt:build".into()],
+            created_at: -5,
+            updated_at: 1_700_000_000_123,
+        }
+    }
+
+    #[test]
+    fn round_trips_every_field() {
+        let entry = sample();
+        let bytes = entry.encode();
+        assert_eq!(bytes[0], FORMAT_V1);
+        assert_eq!(Entry::decode("result:build", &bytes).unwrap(), entry);
+    }
+
+    #[test]
+    fn extreme_timestamps_round_trip() {
+        for t in [i64::MIN, -1, 0, 1, i64::MAX] {
+            let mut entry = sample();
+            entry.created_at = t;
+            entry.updated_at = t;
+            assert_eq!(
+                Entry::decode("result:build", &entry.encode()).unwrap(),
+                entry
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_unknown_format_truncation_and_trailing_bytes() {
+        let bytes = sample().encode();
+        let mut future = bytes.clone();
+        future[0] = 2;
+        assert!(Entry::decode("k", &future).is_err());
+        for cut in 0..bytes.len() {
+            assert!(Entry::decode("k", &bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(Entry::decode("k", &longer).is_err());
+    }
+
+    #[test]
+    fn rejects_invalid_utf8_and_huge_counts() {
+        let mut entry = sample();
+        entry.references.clear();
+        let mut bytes = entry.encode();
+        // The value string starts after format byte and two varints.
+        let value_start = bytes.iter().position(|&b| b == b'c').unwrap();
+        bytes[value_start] = 0xff;
+        assert!(Entry::decode("k", &bytes).is_err());
+
+        let mut bytes = entry.encode();
+        let last = bytes.len() - 1;
+        bytes[last] = 0x7f; // reference count 127 with nothing after it
+        assert!(Entry::decode("k", &bytes).is_err());
+    }
+}

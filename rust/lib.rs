@@ -1,0 +1,16 @@
+//! membolt's core: durable, multi-process memory storage on redb, substring
+//! search, and the text rules shared by the Python layer.
+//!
+//! Everything Python-facing lives in `python.rs`, behind the `python` cargo
+//! feature, so `cargo test` exercises the core without an interpreter.
+
+pub mod entry;
+pub mod error;
+mod lease;
+pub mod mirror;
+pub mod search;
+pub mod store;
+pub mod text;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,550 @@
+//! All `PyO3` glue: the `membolt._core` module. Thin by design: argument
+//! conversion, releasing the GIL around store calls, and mapping
+//! [`StoreError`] to the exception classes of `membolt.errors` (defined in
+//! Python so that `StoreBusyError` can also be a `TimeoutError`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+
+use crate::entry::Entry;
+use crate::error::StoreError;
+use crate::store::{self, BatchOp, BatchOutcome, SaveRequest, Store};
+
+/// The Python class for each error kind, imported once from `membolt.errors`.
+fn error_class<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyType>> {
+    cell.import(py, "membolt.errors", name)
+}
+
+/// The one place where core errors become Python exceptions.
+#[allow(clippy::needless_pass_by_value)] // used as `map_err(|e| to_py_err(py, e))`
+fn to_py_err(py: Python<'_>, error: StoreError) -> PyErr {
+    static BUSY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    static CORRUPT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    static VERSION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    static STORE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let message = error.to_string();
+    let class = match &error {
+        StoreError::InvalidArgument(_) => return PyValueError::new_err(message),
+        StoreError::MissingKey(key) => return PyKeyError::new_err(key.clone()),
+        StoreError::Busy { .. } => error_class(py, &BUSY, "StoreBusyError"),
+        StoreError::Corrupt { .. } => error_class(py, &CORRUPT, "CorruptStoreError"),
+        StoreError::NewerSchema { .. } => error_class(py, &VERSION, "StoreVersionError"),
+        StoreError::Closed { .. } | StoreError::Io { .. } => error_class(py, &STORE, "StoreError"),
+    };
+    match class {
+        Ok(class) => PyErr::from_type(class.clone(), message),
+        Err(import_error) => import_error,
+    }
+}
+
+/// `TypeError` that is also a `ValueError` (BEHAVIOUR §1.5 asks for a
+/// `ValueError` on a non-string key; Python convention expects `TypeError`).
+fn argument_type_error(py: Python<'_>, message: String) -> PyErr {
+    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    match error_class(py, &CLASS, "ArgumentTypeError") {
+        Ok(class) => PyErr::from_type(class.clone(), message),
+        Err(import_error) => import_error,
+    }
+}
+
+/// Extracts a `str` argument, naming it in the error.
+fn text_arg(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    match value.cast::<PyString>() {
+        Ok(text) => Ok(text.to_str()?.to_owned()),
+        Err(_) => Err(argument_type_error(
+            value.py(),
+            format!(
+                "{what} must be a str, not {}",
+                value
+                    .get_type()
+                    .name()
+                    .map_or_else(|_| "?".into(), |n| n.to_string())
+            ),
+        )),
+    }
+}
+
+fn optional_text_arg(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
+    match value {
+        Some(value) if !value.is_none() => text_arg(value, what).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// A list or tuple of `str`, or `None`.
+fn references_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<String>>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if value.is_instance_of::<PyString>() {
+        return Err(argument_type_error(
+            value.py(),
+            "references must be a list of keys, not a str".into(),
+        ));
+    }
+    let mut references = Vec::new();
+    for item in value
+        .try_iter()
+        .map_err(|_| argument_type_error(value.py(), "references must be a list of keys".into()))?
+    {
+        references.push(text_arg(&item?, "each reference")?);
+    }
+    Ok(Some(references))
+}
+
+/// A stored entry, immutable. Equal entries compare equal and hash alike.
+#[pyclass(frozen, name = "Entry", module = "membolt")]
+pub struct PyEntry {
+    inner: Arc<Entry>,
+}
+
+impl PyEntry {
+    fn wrap(entry: Arc<Entry>) -> PyEntry {
+        PyEntry { inner: entry }
+    }
+}
+
+#[pymethods]
+impl PyEntry {
+    #[getter]
+    fn key(&self) -> &str {
+        &self.inner.key
+    }
+
+    #[getter]
+    fn value(&self) -> &str {
+        &self.inner.value
+    }
+
+    #[getter(r#type)]
+    fn kind(&self) -> &str {
+        &self.inner.kind
+    }
+
+    #[getter]
+    fn namespace(&self) -> &str {
+        &self.inner.namespace
+    }
+
+    #[getter]
+    fn references<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.references.iter().map(|r| &**r))
+    }
+
+    #[getter]
+    fn created_at(&self) -> i64 {
+        self.inner.created_at
+    }
+
+    #[getter]
+    fn updated_at(&self) -> i64 {
+        self.inner.updated_at
+    }
+
+    /// The JSON form of BEHAVIOUR §1.2.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        let e = &self.inner;
+        dict.set_item("key", &*e.key)?;
+        dict.set_item("value", &*e.value)?;
+        dict.set_item("namespace", &*e.namespace)?;
+        dict.set_item("type", &*e.kind)?;
+        dict.set_item(
+            "references",
+            PyList::new(py, e.references.iter().map(|r| &**r))?,
+        )?;
+        dict.set_item("createdAt", e.created_at)?;
+        dict.set_item("updatedAt", e.updated_at)?;
+        Ok(dict)
+    }
+
+    fn __repr__(&self) -> String {
+        let e = &self.inner;
+        format!(
+            "Entry(key={:?}, type={:?}, value={:?}, references={:?}, updated_at={})",
+            &*e.key, &*e.kind, &*e.value, e.references, e.updated_at
+        )
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyEntry>()
+            .is_ok_and(|other| *other.get().inner == *self.inner)
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.inner.key.hash(&mut hasher);
+        self.inner.updated_at.hash(&mut hasher);
+        hasher.finish()
+    }
+}
+
+fn entries_to_list(py: Python<'_>, entries: Vec<Arc<Entry>>) -> PyResult<Bound<'_, PyList>> {
+    PyList::new(py, entries.into_iter().map(PyEntry::wrap))
+}
+
+/// `(key, value, type | None, inferred type, parent type | None, references | None)`.
+type SaveManyItem<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Option<Bound<'py, PyAny>>,
+    String,
+    Option<String>,
+    Option<Bound<'py, PyAny>>,
+);
+
+/// The store engine. `membolt.MemoryStore` subclasses it and adds the
+/// Python-side rules (type inference, parent types) before calling the
+/// underscore methods.
+#[pyclass(subclass, frozen, name = "Store", module = "membolt._core")]
+pub struct PyStore {
+    inner: Store,
+}
+
+impl PyStore {
+    /// Runs a store call without the GIL, mapping its error.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        call: impl FnOnce(&Store) -> Result<T, StoreError> + Send,
+    ) -> PyResult<T> {
+        let store = &self.inner;
+        py.detach(|| call(store)).map_err(|e| to_py_err(py, e))
+    }
+}
+
+fn save_request(
+    key: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+    kind: Option<&Bound<'_, PyAny>>,
+    inferred_kind: String,
+    namespace: Option<&Bound<'_, PyAny>>,
+    references: Option<&Bound<'_, PyAny>>,
+    parent_kind: Option<String>,
+) -> PyResult<SaveRequest> {
+    Ok(SaveRequest {
+        key: text_arg(key, "key")?,
+        value: text_arg(value, "value")?,
+        kind: optional_text_arg(kind, "type")?,
+        inferred_kind,
+        namespace: optional_text_arg(namespace, "namespace")?,
+        references: references_arg(references)?,
+        parent_kind,
+    })
+}
+
+#[pymethods]
+impl PyStore {
+    #[new]
+    #[pyo3(signature = (path, *, timeout = 5.0))]
+    #[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
+    fn new(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Self> {
+        if !(timeout.is_finite() && timeout >= 0.0) {
+            return Err(PyValueError::new_err(
+                "timeout must be a number of seconds >= 0",
+            ));
+        }
+        let inner =
+            Store::open(&path, Duration::from_secs_f64(timeout)).map_err(|e| to_py_err(py, e))?;
+        Ok(PyStore { inner })
+    }
+
+    /// The absolute path of the store file.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.inner.path().to_path_buf()
+    }
+
+    /// Seconds to wait for another process before `StoreBusyError`.
+    #[getter]
+    fn timeout(&self) -> f64 {
+        self.inner.busy_timeout().as_secs_f64()
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<PyEntry>> {
+        let key = text_arg(key, "key")?;
+        Ok(self.run(py, |s| s.get(&key))?.map(PyEntry::wrap))
+    }
+
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = text_arg(key, "key")?;
+        self.run(py, |s| s.delete(&key))
+    }
+
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let keys = self.run(py, Store::keys)?;
+        PyList::new(py, keys.iter().map(|k| &**k))
+    }
+
+    fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let entries = self.run(py, Store::entries)?;
+        entries_to_list(py, entries)
+    }
+
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let query = text_arg(query, "query")?;
+        let hits = self.run(py, |s| s.search(&query))?;
+        entries_to_list(py, hits)
+    }
+
+    /// `(total, first limit hits in memory_search order)`.
+    fn search_ranked<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        limit: usize,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        let query = text_arg(query, "query")?;
+        let (total, hits) = self.run(py, |s| s.search_ranked(&query, limit))?;
+        Ok((total, entries_to_list(py, hits)?))
+    }
+
+    fn link(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        parent: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let (key, parent) = (text_arg(key, "key")?, text_arg(parent, "parent")?);
+        self.run(py, |s| s.link(&key, &parent))
+    }
+
+    fn unlink(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        parent: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let (key, parent) = (text_arg(key, "key")?, text_arg(parent, "parent")?);
+        self.run(py, |s| s.unlink(&key, &parent))
+    }
+
+    fn parents<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let key = text_arg(key, "key")?;
+        let keys = self.run(py, |s| s.parents(&key))?;
+        PyList::new(py, keys.iter().map(|k| &**k))
+    }
+
+    fn children<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let key = text_arg(key, "key")?;
+        let keys = self.run(py, |s| s.children(&key))?;
+        PyList::new(py, keys.iter().map(|k| &**k))
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.run(py, Store::len)
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(key) = key.cast::<PyString>() else {
+            return Ok(false);
+        };
+        let key = key.to_str()?.to_owned();
+        self.run(py, |s| s.contains(&key))
+    }
+
+    fn close(&self) {
+        self.inner.close();
+    }
+
+    /// Takes the write lock and keeps it until `_unhold` (see `hold()`).
+    fn _hold(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, Store::hold)
+    }
+
+    fn _unhold(&self, py: Python<'_>) {
+        let store = &self.inner;
+        py.detach(|| store.unhold());
+    }
+
+    /// One save; the caller supplies `classify(key)` and the wanted parent type.
+    #[pyo3(signature = (key, value, kind, inferred_kind, namespace, references, parent_kind))]
+    #[allow(clippy::too_many_arguments)]
+    fn _save(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        kind: Option<&Bound<'_, PyAny>>,
+        inferred_kind: String,
+        namespace: Option<&Bound<'_, PyAny>>,
+        references: Option<&Bound<'_, PyAny>>,
+        parent_kind: Option<String>,
+    ) -> PyResult<PyEntry> {
+        let request = save_request(
+            key,
+            value,
+            kind,
+            inferred_kind,
+            namespace,
+            references,
+            parent_kind,
+        )?;
+        self.run(py, |s| s.save(request)).map(PyEntry::wrap)
+    }
+
+    /// The §3.3 batch: items are `(key, value, type | None, inferred type,
+    /// parent type | None, references | None)`.
+    fn _save_many<'py>(
+        &self,
+        py: Python<'py>,
+        items: &Bound<'_, PyAny>,
+        apply_caps: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut requests = Vec::new();
+        for item in items.try_iter()? {
+            let item = item?;
+            let (key, value, kind, inferred, parent, references): SaveManyItem<'_> =
+                item.extract()?;
+            requests.push(save_request(
+                &key,
+                &value,
+                kind.as_ref(),
+                inferred,
+                None,
+                references.as_ref(),
+                parent,
+            )?);
+        }
+        let saved = self.run(py, |s| s.save_many(requests, apply_caps))?;
+        entries_to_list(py, saved)
+    }
+
+    /// Applies `batch()` operations in one transaction. Each op is a tuple:
+    /// `("save", key, value, type, inferred, namespace, references, parent)`,
+    /// `("delete", key)`, `("link", key, parent)` or `("unlink", key, parent)`.
+    fn _apply_batch<'py>(
+        &self,
+        py: Python<'py>,
+        ops: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut batch = Vec::new();
+        for op in ops.try_iter()? {
+            let op = op?;
+            let op = op.cast::<PyTuple>()?;
+            let name: String = op.get_item(0)?.extract()?;
+            let arg = |i: usize| op.get_item(i);
+            batch.push(match name.as_str() {
+                "save" => {
+                    let (kind, namespace, references) = (arg(3)?, arg(5)?, arg(6)?);
+                    BatchOp::Save(save_request(
+                        &arg(1)?,
+                        &arg(2)?,
+                        Some(&kind),
+                        arg(4)?.extract()?,
+                        Some(&namespace),
+                        Some(&references),
+                        arg(7)?.extract()?,
+                    )?)
+                }
+                "delete" => BatchOp::Delete(text_arg(&arg(1)?, "key")?),
+                "link" => BatchOp::Link {
+                    key: text_arg(&arg(1)?, "key")?,
+                    parent: text_arg(&arg(2)?, "parent")?,
+                },
+                "unlink" => BatchOp::Unlink {
+                    key: text_arg(&arg(1)?, "key")?,
+                    parent: text_arg(&arg(2)?, "parent")?,
+                },
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "unknown batch operation {other:?}"
+                    )));
+                }
+            });
+        }
+        let outcomes = self.run(py, |s| s.apply_batch(batch))?;
+        let list = PyList::empty(py);
+        for outcome in outcomes {
+            match outcome {
+                BatchOutcome::Saved(entry) => list.append(PyEntry::wrap(entry))?,
+                BatchOutcome::Deleted(done) | BatchOutcome::Linked(done) => list.append(done)?,
+            }
+        }
+        Ok(list)
+    }
+
+    /// Writes entries verbatim (import): dicts in the JSON form of §1.2.
+    /// Returns how many changed the store.
+    fn _put_exact(&self, py: Python<'_>, entries: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let mut batch = Vec::new();
+        for item in entries.try_iter()? {
+            let item = item?;
+            let field = |name: &str| item.get_item(name);
+            let references = references_arg(Some(&field("references")?))?.unwrap_or_default();
+            batch.push(Entry {
+                key: text_arg(&field("key")?, "key")?.into(),
+                value: text_arg(&field("value")?, "value")?.into(),
+                kind: text_arg(&field("type")?, "type")?.into(),
+                namespace: text_arg(&field("namespace")?, "namespace")?.into(),
+                references: references.into_iter().map(Arc::from).collect(),
+                created_at: field("createdAt")?.extract()?,
+                updated_at: field("updatedAt")?.extract()?,
+            });
+        }
+        self.run(py, |s| s.put_exact(batch))
+    }
+}
+
+/// BEHAVIOUR §6.8: cut `text` to at most `limit` UTF-8 bytes at a character
+/// boundary and mark the cut with `...`.
+#[pyfunction]
+fn truncate(text: &str, limit: usize) -> String {
+    crate::text::truncate(text, limit)
+}
+
+/// Closes every lease this process holds (at exit and before `fork`).
+#[pyfunction]
+fn _release_all(py: Python<'_>) {
+    py.detach(store::release_all_leases);
+}
+
+/// In a forked child: drop inherited leases without touching the file.
+#[pyfunction]
+fn _after_fork_in_child() {
+    store::forget_inherited_leases();
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyEntry>()?;
+    m.add_class::<PyStore>()?;
+    m.add_function(wrap_pyfunction!(truncate, m)?)?;
+    m.add_function(wrap_pyfunction!(_release_all, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
+    m.add("SCHEMA_VERSION", store::SCHEMA_VERSION)?;
+    m.add("MAX_KEY_BYTES", store::MAX_KEY_BYTES)?;
+    m.add("TOOL_RESULT_CAP", store::TOOL_RESULT_CAP)?;
+    m.add("THINKING_CAP", store::THINKING_CAP)?;
+    m.add("LOW_SIGNAL_CAP", store::LOW_SIGNAL_CAP)?;
+    Ok(())
+}

@@ -1,0 +1,1252 @@
+//! The store: one redb file, an in-memory mirror, and the rules of
+//! BEHAVIOUR §1 and §3 for changing it.
+//!
+//! # File layout (schema 1)
+//! * `meta` (`&str -> &[u8]`): `format` = `membolt`, `schema` (u64 LE),
+//!   `store_id` (16 random bytes, new for every new file), `log_floor`
+//!   (u64 LE: change records up to this sequence number were pruned).
+//! * `entries` (`&str -> &[u8]`): key -> [`Entry::encode`].
+//! * `changes` (`u64 -> &[u8]`): sequence number -> clock (i64 LE) + key,
+//!   one record per written or deleted key. The last record holds the store's
+//!   sequence number and logical clock, so a commit touches two tables only.
+//!
+//! # Reading and writing
+//! Reads are served from the mirror. It is known fresh while this process
+//! holds the write lease, or while the `.sync` generation is the one it last
+//! saw (see `lease.rs`); otherwise the file is opened read-only (cheap, and it
+//! excludes writers while open) and the change records since the mirror's
+//! sequence number are applied: O(changes), not O(store).
+//!
+//! Writes take the write lease, catch up, then run one redb write transaction
+//! in which every changed key is written and logged and the mirror is updated
+//! alongside with an undo log: if anything fails before the commit returns,
+//! the mirror is rolled back, so it never shows what the file does not hold.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use redb::{
+    Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    TableDefinition, TableHandle,
+};
+
+use crate::entry::Entry;
+use crate::error::{Result, StoreError};
+use crate::lease::{self, LeaseHolder, SyncFile};
+use crate::mirror::Mirror;
+use crate::search;
+
+const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+const CHANGES: TableDefinition<u64, &[u8]> = TableDefinition::new("changes");
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+/// The schema this version writes and the newest it reads.
+pub const SCHEMA_VERSION: u64 = 1;
+const FORMAT_MARKER: &[u8] = b"membolt";
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+/// Change records kept for processes catching up; older ones are pruned in
+/// chunks once twice as many exist. A mirror older than that reloads fully.
+const LOG_KEEP: u64 = 10_000;
+
+/// BEHAVIOUR §1.5.
+pub const MAX_KEY_BYTES: usize = 1024;
+/// BEHAVIOUR §6.7: the caps an extraction batch applies in its transaction.
+pub const TOOL_RESULT_CAP: usize = 20;
+pub const THINKING_CAP: usize = 20;
+pub const LOW_SIGNAL_CAP: usize = 50;
+const LOW_SIGNAL_TYPES: [&str; 2] = ["note", "fact"];
+const THINKING_TYPE: &str = "thinking";
+const TOOL_KEY_PREFIX: &str = "tool:";
+
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Checks a key against §1.5; the message names the problem.
+pub fn validate_key(key: &str, what: &str) -> Result<()> {
+    if key.is_empty() {
+        return Err(StoreError::invalid(format!("{what} must not be empty")));
+    }
+    if key.len() > MAX_KEY_BYTES {
+        return Err(StoreError::invalid(format!(
+            "{what} is {} bytes long; the limit is {MAX_KEY_BYTES}",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+/// One save, with the answers of the Python-side rule tables already filled
+/// in (the core keeps no copy of them).
+#[derive(Clone, Debug, Default)]
+pub struct SaveRequest {
+    pub key: String,
+    pub value: String,
+    /// An explicit type; `None` keeps an existing entry's type or uses
+    /// `inferred_kind` for a new one.
+    pub kind: Option<String>,
+    /// `classify(key)`, used for a new key without an explicit type.
+    pub inferred_kind: String,
+    /// Kept on overwrite when `None`; `""` for a new key.
+    pub namespace: Option<String>,
+    /// Explicit parents (replacing the stored ones); `None` keeps them, or
+    /// links a new key to its auto parent.
+    pub references: Option<Vec<String>>,
+    /// The wanted parent type (§3.1) of the new entry's type.
+    pub parent_kind: Option<String>,
+}
+
+/// One operation of a `batch()` block.
+#[derive(Clone, Debug)]
+pub enum BatchOp {
+    Save(SaveRequest),
+    Delete(String),
+    Link { key: String, parent: String },
+    Unlink { key: String, parent: String },
+}
+
+/// What a `batch()` block did, per operation.
+#[derive(Debug)]
+pub enum BatchOutcome {
+    Saved(Arc<Entry>),
+    Deleted(bool),
+    Linked(bool),
+}
+
+/// A handle on one store file. Several handles on the same file in one
+/// process share one [`Shared`] (one mirror, one lease).
+pub struct Store {
+    shared: Arc<Shared>,
+    busy_timeout: Duration,
+    closed: AtomicBool,
+}
+
+struct Shared {
+    path: PathBuf,
+    state: Mutex<State>,
+}
+
+struct State {
+    lease: Option<Lease>,
+    sync: SyncFile,
+    /// The `.sync` generation at which `mirror` was known to be fresh.
+    seen_generation: Option<u64>,
+    mirror: Option<Mirror>,
+    /// Set once this process has checked the file is a membolt store of a
+    /// schema it reads (or created it).
+    verified: bool,
+    /// Depth of `hold()` blocks: while positive the lease is never released.
+    holds: usize,
+    /// When this process last gave the lock to a waiter.
+    yielded_at: Option<Instant>,
+}
+
+struct Lease {
+    db: Database,
+    last_used: Instant,
+}
+
+/// Everything one call needs besides the state.
+struct CallContext<'a> {
+    path: &'a Path,
+    holder: Weak<dyn LeaseHolder>,
+    started: Instant,
+    deadline: Instant,
+}
+
+fn registry() -> &'static Mutex<std::collections::HashMap<PathBuf, Weak<Shared>>> {
+    static REGISTRY: OnceLock<Mutex<std::collections::HashMap<PathBuf, Weak<Shared>>>> =
+        OnceLock::new();
+    REGISTRY.get_or_init(Mutex::default)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic inside a call is caught before it can unwind through the lock,
+    // so a poisoned lock only means a bug elsewhere; the data is still valid.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Store {
+    /// Opens (lazily: no file access until the first call) the store at
+    /// `path`, creating missing directories with mode 0700.
+    pub fn open(path: &Path, busy_timeout: Duration) -> Result<Store> {
+        let path = absolute_store_path(path)?;
+        let mut registry = lock(registry());
+        registry.retain(|_, shared| shared.strong_count() > 0);
+        let shared = if let Some(shared) = registry.get(&path).and_then(Weak::upgrade) {
+            shared
+        } else {
+            let shared = Arc::new(Shared {
+                path: path.clone(),
+                state: Mutex::new(State {
+                    lease: None,
+                    sync: SyncFile::new(&path),
+                    seen_generation: None,
+                    mirror: None,
+                    verified: false,
+                    holds: 0,
+                    yielded_at: None,
+                }),
+            });
+            registry.insert(path, Arc::downgrade(&shared));
+            shared
+        };
+        Ok(Store {
+            shared,
+            busy_timeout,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    pub fn busy_timeout(&self) -> Duration {
+        self.busy_timeout
+    }
+
+    /// Gives up this handle; its lease (if no other handle uses it) is
+    /// released. Later calls fail with `StoreError::Closed`.
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            let mut state = lock(&self.shared.state);
+            if state.holds == 0 {
+                state.release();
+            }
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    // ----- reads -------------------------------------------------------
+
+    /// Runs `read` on a fresh mirror.
+    pub fn read<R>(&self, read: impl FnOnce(&Mirror) -> R) -> Result<R> {
+        self.call(|state, ctx| {
+            state.ensure_fresh(ctx)?;
+            Ok(read(
+                state.mirror.as_ref().expect("fresh state has a mirror"),
+            ))
+        })
+    }
+
+    pub fn get(&self, key: &str) -> Result<Option<Arc<Entry>>> {
+        self.read(|m| m.get(key).cloned())
+    }
+
+    pub fn len(&self) -> Result<usize> {
+        self.read(Mirror::len)
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        self.read(Mirror::is_empty)
+    }
+
+    pub fn contains(&self, key: &str) -> Result<bool> {
+        self.read(|m| m.get(key).is_some())
+    }
+
+    pub fn keys(&self) -> Result<Vec<Arc<str>>> {
+        self.read(|m| m.iter().map(|e| e.key.clone()).collect())
+    }
+
+    pub fn entries(&self) -> Result<Vec<Arc<Entry>>> {
+        self.read(|m| m.iter().cloned().collect())
+    }
+
+    /// Entries matching `query` (BEHAVIOUR §4), sorted by key.
+    pub fn search(&self, query: &str) -> Result<Vec<Arc<Entry>>> {
+        self.read(|m| {
+            let mut hits: Vec<_> = m.search().find(query).into_iter().map(|(e, _)| e).collect();
+            hits.sort_by(|a, b| a.key.cmp(&b.key));
+            hits
+        })
+    }
+
+    /// The `memory_search` view: the total number of hits and the first
+    /// `limit` in tool order (key hits, newest, key).
+    pub fn search_ranked(&self, query: &str, limit: usize) -> Result<(usize, Vec<Arc<Entry>>)> {
+        self.read(|m| {
+            let mut hits = m.search().find(query);
+            let total = hits.len();
+            search::rank(&mut hits);
+            let top = hits.into_iter().take(limit).map(|(e, _)| e).collect();
+            (total, top)
+        })
+    }
+
+    /// Parents of `key` that exist, in stored order (§3.4).
+    pub fn parents(&self, key: &str) -> Result<Vec<Arc<str>>> {
+        self.read(|m| {
+            m.get(key).map_or_else(Vec::new, |entry| {
+                entry
+                    .references
+                    .iter()
+                    .filter(|r| m.get(r).is_some())
+                    .cloned()
+                    .collect()
+            })
+        })
+    }
+
+    /// Sorted keys of the entries referencing `key`; `[]` for a missing key.
+    pub fn children(&self, key: &str) -> Result<Vec<Arc<str>>> {
+        self.read(|m| {
+            if m.get(key).is_none() {
+                return Vec::new();
+            }
+            m.children(key).cloned().collect()
+        })
+    }
+
+    // ----- writes ------------------------------------------------------
+
+    /// BEHAVIOUR §1.3: one save in its own transaction.
+    pub fn save(&self, request: SaveRequest) -> Result<Arc<Entry>> {
+        validate_save(&request)?;
+        self.write(|txn| txn.save(request, None))
+    }
+
+    /// §3.3 and §6.7: an extraction batch, chained, with the caps applied in
+    /// the same transaction when `apply_caps` is set.
+    pub fn save_many(
+        &self,
+        requests: Vec<SaveRequest>,
+        apply_caps: bool,
+    ) -> Result<Vec<Arc<Entry>>> {
+        for request in &requests {
+            validate_save(request)?;
+        }
+        self.write(|txn| {
+            let mut saved = Vec::with_capacity(requests.len());
+            let mut previous: Option<Arc<str>> = None;
+            let mut tools = BTreeSet::new();
+            for request in requests {
+                let chain_to = match &previous {
+                    Some(prev) if !is_tool_result(&request) => Some(prev.clone()),
+                    _ => None,
+                };
+                if let Some(tool) = tool_of_key(&request.key) {
+                    tools.insert(tool.to_string());
+                }
+                let entry = txn.save(request, chain_to)?;
+                previous = Some(entry.key.clone());
+                saved.push(entry);
+            }
+            if apply_caps {
+                for tool in &tools {
+                    txn.cap_tool(tool)?;
+                }
+                txn.cap_type(&[THINKING_TYPE], THINKING_CAP)?;
+                txn.cap_type(&LOW_SIGNAL_TYPES, LOW_SIGNAL_CAP)?;
+            }
+            Ok(saved)
+        })
+    }
+
+    pub fn delete(&self, key: &str) -> Result<bool> {
+        self.write(|txn| Ok(txn.remove(key)?.is_some()))
+    }
+
+    /// §3.4: both keys must exist; returns whether an edge was added.
+    pub fn link(&self, key: &str, parent: &str) -> Result<bool> {
+        self.write(|txn| txn.link(key, parent))
+    }
+
+    /// §3.4: returns whether an edge was removed.
+    pub fn unlink(&self, key: &str, parent: &str) -> Result<bool> {
+        self.write(|txn| txn.unlink(key, parent))
+    }
+
+    /// Applies the operations in order, all in one transaction; if one fails
+    /// nothing is committed.
+    pub fn apply_batch(&self, ops: Vec<BatchOp>) -> Result<Vec<BatchOutcome>> {
+        for op in &ops {
+            if let BatchOp::Save(request) = op {
+                validate_save(request)?;
+            }
+        }
+        self.write(|txn| {
+            ops.into_iter()
+                .map(|op| match op {
+                    BatchOp::Save(request) => txn.save(request, None).map(BatchOutcome::Saved),
+                    BatchOp::Delete(key) => {
+                        txn.remove(&key).map(|e| BatchOutcome::Deleted(e.is_some()))
+                    }
+                    BatchOp::Link { key, parent } => {
+                        txn.link(&key, &parent).map(BatchOutcome::Linked)
+                    }
+                    BatchOp::Unlink { key, parent } => {
+                        txn.unlink(&key, &parent).map(BatchOutcome::Linked)
+                    }
+                })
+                .collect()
+        })
+    }
+
+    /// Writes entries exactly as given (timestamps and references kept), for
+    /// import. Entries already present with identical content are left alone.
+    /// Returns how many were written.
+    pub fn put_exact(&self, entries: Vec<Entry>) -> Result<usize> {
+        for entry in &entries {
+            validate_key(&entry.key, "key")?;
+        }
+        self.write(|txn| {
+            let mut written = 0;
+            for entry in entries {
+                if txn.mirror.get(&entry.key).is_some_and(|e| **e == entry) {
+                    continue;
+                }
+                txn.put(entry)?;
+                written += 1;
+            }
+            Ok(written)
+        })
+    }
+
+    // ----- holding the lock ----------------------------------------------
+
+    /// Takes the write lease and keeps it until [`Store::unhold`], so other
+    /// processes wait (and time out) meanwhile.
+    pub fn hold(&self) -> Result<()> {
+        self.call(|state, ctx| {
+            state.acquire(ctx)?;
+            state.holds += 1;
+            Ok(())
+        })
+    }
+
+    pub fn unhold(&self) {
+        let mut state = lock(&self.shared.state);
+        state.holds = state.holds.saturating_sub(1);
+        if state.holds == 0 {
+            state.release();
+        }
+    }
+
+    // ----- plumbing ----------------------------------------------------------
+
+    fn write<R>(&self, op: impl FnOnce(&mut Txn<'_>) -> Result<R>) -> Result<R> {
+        self.call(|state, ctx| {
+            state.acquire(ctx)?;
+            state.commit(ctx.path, op)
+        })
+    }
+
+    /// Runs one public call under the state lock, turning a panic inside redb
+    /// (which it may raise on a damaged file) into `Corrupt`, and decides
+    /// afterwards whether to keep the lease.
+    fn call<R>(&self, body: impl FnOnce(&mut State, &CallContext<'_>) -> Result<R>) -> Result<R> {
+        if self.is_closed() {
+            return Err(StoreError::Closed {
+                path: self.shared.path.clone(),
+            });
+        }
+        let started = Instant::now();
+        let holder: Weak<dyn LeaseHolder> = Arc::downgrade(&self.shared) as Weak<dyn LeaseHolder>;
+        let ctx = CallContext {
+            path: &self.shared.path,
+            holder,
+            started,
+            deadline: started + self.busy_timeout,
+        };
+        let mut state = lock(&self.shared.state);
+        let outcome = catch_unwind(AssertUnwindSafe(|| body(&mut state, &ctx)));
+        let result = outcome.unwrap_or_else(|panic| {
+            // The mirror may be half-updated; drop it and the lease.
+            state.mirror = None;
+            state.seen_generation = None;
+            state.verified = false;
+            state.release();
+            Err(StoreError::corrupt(ctx.path, panic_message(&panic)))
+        });
+        state.after_call();
+        result
+    }
+}
+
+impl LeaseHolder for Shared {
+    fn release_if_idle(&self, now: Instant) -> bool {
+        let Ok(mut state) = self.state.try_lock() else {
+            return true; // busy in a call: look again later
+        };
+        let Some(lease) = &state.lease else {
+            return false;
+        };
+        if state.holds == 0 && now.duration_since(lease.last_used) >= lease::DEFAULT_LEASE_IDLE {
+            state.release();
+        }
+        state.lease.is_some()
+    }
+}
+
+/// Releases every lease of this process (interpreter exit, before `fork`).
+pub fn release_all_leases() {
+    let shared: Vec<Arc<Shared>> = lock(registry())
+        .values()
+        .filter_map(Weak::upgrade)
+        .collect();
+    for shared in shared {
+        let mut state = lock(&shared.state);
+        if state.holds == 0 {
+            state.release();
+        }
+    }
+}
+
+/// In a forked child: forget leases inherited from the parent without closing
+/// them (closing would write to a file the parent still holds) and distrust
+/// every mirror.
+pub fn forget_inherited_leases() {
+    let shared: Vec<Arc<Shared>> = lock(registry())
+        .values()
+        .filter_map(Weak::upgrade)
+        .collect();
+    for shared in shared {
+        let mut state = lock(&shared.state);
+        if let Some(lease) = state.lease.take() {
+            std::mem::forget(lease);
+        }
+        state.holds = 0;
+        state.seen_generation = None;
+    }
+}
+
+impl State {
+    /// Makes the mirror match the file, opening it read-only if the sync
+    /// generation moved (or was never seen).
+    fn ensure_fresh(&mut self, ctx: &CallContext<'_>) -> Result<()> {
+        if self.lease.is_some() && self.mirror.is_some() {
+            return Ok(()); // nobody else can commit while we hold the lock
+        }
+        if self.mirror.is_some()
+            && self.seen_generation.is_some()
+            && self.sync.generation() == self.seen_generation
+        {
+            return Ok(());
+        }
+        if !store_file_has_data(ctx.path)? {
+            // Nothing on disk (yet, or any more): an empty store. Reading it
+            // creates no file.
+            self.mirror = Some(Mirror::default());
+            self.seen_generation = None;
+            return Ok(());
+        }
+        check_redb_magic(ctx.path)?;
+        let db = open_read_only(ctx, &mut self.sync)?;
+        // Read under the read lock: a later commit must change it (lease.rs).
+        let generation = self.sync.generation();
+        if !self.verified {
+            self.mirror = None; // load the whole file, checking every record
+        }
+        catch_up(&db, &mut self.mirror, ctx.path)?;
+        self.verified = true;
+        self.seen_generation = generation;
+        Ok(())
+    }
+
+    /// Takes the write lease (if not held) and brings the mirror up to date.
+    fn acquire(&mut self, ctx: &CallContext<'_>) -> Result<()> {
+        if self.lease.is_some() && self.mirror.is_some() {
+            return Ok(());
+        }
+        let had_data = store_file_has_data(ctx.path)?;
+        if had_data && !self.verified {
+            // Validate (and load) through a read-only handle first, so that a
+            // foreign or damaged file is reported without ever being opened
+            // for writing (which would modify it when closed).
+            self.ensure_fresh(ctx)?;
+        }
+        if let Some(yielded) = self.yielded_at.take() {
+            let pause = lease::YIELD_PAUSE.saturating_sub(yielded.elapsed());
+            std::thread::sleep(pause.min(ctx.deadline.saturating_duration_since(Instant::now())));
+        }
+        prepare_file(ctx.path)?;
+        let db = lease::open_database(ctx.path, ctx.deadline, ctx.started, &mut self.sync)?;
+        let mut lease = Lease {
+            db,
+            last_used: Instant::now(),
+        };
+        if let Err(error) = self.adopt(&mut lease, ctx.path) {
+            drop(lease);
+            return Err(error);
+        }
+        self.lease = Some(lease);
+        lease::watch(ctx.holder.clone());
+        Ok(())
+    }
+
+    /// With the lock just taken: initialise a new file, or catch up.
+    fn adopt(&mut self, lease: &mut Lease, path: &Path) -> Result<()> {
+        let is_new = {
+            let rtx = lease.db.begin_read().map_err(|e| storage(path, e))?;
+            rtx.list_tables()
+                .map_err(|e| storage(path, e))?
+                .next()
+                .is_none()
+        };
+        if is_new {
+            initialise(&lease.db, path)?;
+            self.verified = true;
+            self.mirror = None;
+        }
+        self.seen_generation = self.sync.generation();
+        catch_up(&lease.db, &mut self.mirror, path)
+    }
+
+    /// Runs `op` in one write transaction and commits it (see module docs).
+    fn commit<R>(&mut self, path: &Path, op: impl FnOnce(&mut Txn<'_>) -> Result<R>) -> Result<R> {
+        let State {
+            lease,
+            mirror,
+            sync,
+            seen_generation,
+            ..
+        } = self;
+        let lease = lease.as_mut().expect("commit runs with the lease");
+        let mirror = mirror.as_mut().expect("the lease comes with a mirror");
+        lease.last_used = Instant::now();
+        let saved = (mirror.seq, mirror.clock);
+        let wtx = lease.db.begin_write().map_err(|e| storage(path, e))?;
+        let mut undo = Vec::new();
+        let outcome = (|| {
+            let mut txn = Txn {
+                entries: wtx.open_table(ENTRIES).map_err(|e| storage(path, e))?,
+                changes: wtx.open_table(CHANGES).map_err(|e| storage(path, e))?,
+                mirror: &mut *mirror,
+                undo: &mut undo,
+                path,
+            };
+            let value = op(&mut txn)?;
+            if !txn.undo.is_empty() {
+                txn.prune_change_log(&wtx)?;
+            }
+            Ok(value)
+        })();
+        let value = match outcome {
+            Ok(value) => value,
+            Err(error) => {
+                mirror.roll_back(undo, saved);
+                drop(wtx); // aborts
+                return Err(error);
+            }
+        };
+        if undo.is_empty() {
+            drop(wtx); // nothing changed: nothing to commit
+            return Ok(value);
+        }
+        // The generation moves before the commit, under the lock: see lease.rs.
+        let generation = sync.bump_generation();
+        match wtx.commit() {
+            Ok(()) => {
+                *seen_generation = generation;
+                lease.last_used = Instant::now();
+                Ok(value)
+            }
+            Err(error) => {
+                mirror.roll_back(undo, saved);
+                Err(storage(path, error))
+            }
+        }
+    }
+
+    /// End of a call: keep the lease for the rest of the burst unless another
+    /// process waits for it.
+    fn after_call(&mut self) {
+        let Some(lease) = &mut self.lease else { return };
+        if self.holds > 0 {
+            return;
+        }
+        lease.last_used = Instant::now();
+        if self.sync.wanted() {
+            self.sync.clear_want();
+            self.release();
+            self.yielded_at = Some(Instant::now());
+        }
+    }
+
+    fn release(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            // A failed close leaves the file for the next open to repair;
+            // every commit is already durable.
+            let _ = lease.db.close();
+        }
+    }
+}
+
+/// The write-side view of one transaction: tables, mirror and undo log.
+pub struct Txn<'a> {
+    entries: redb::Table<'a, &'static str, &'static [u8]>,
+    changes: redb::Table<'a, u64, &'static [u8]>,
+    mirror: &'a mut Mirror,
+    undo: &'a mut Vec<(Arc<str>, Option<Arc<Entry>>)>,
+    path: &'a Path,
+}
+
+impl Txn<'_> {
+    /// A strictly increasing stamp (§1.3): `max(now, clock + 1)`.
+    fn stamp(&mut self) -> i64 {
+        let stamp = now_ms().max(self.mirror.clock.saturating_add(1));
+        self.mirror.clock = stamp;
+        stamp
+    }
+
+    fn log(&mut self, key: &str) -> Result<()> {
+        self.mirror.seq += 1;
+        let mut record = Vec::with_capacity(8 + key.len());
+        record.extend_from_slice(&self.mirror.clock.to_le_bytes());
+        record.extend_from_slice(key.as_bytes());
+        self.changes
+            .insert(self.mirror.seq, record.as_slice())
+            .map_err(|e| storage(self.path, e))?;
+        Ok(())
+    }
+
+    fn put(&mut self, entry: Entry) -> Result<Arc<Entry>> {
+        // Imports may carry stamps beyond the clock; the clock never goes back.
+        self.mirror.clock = self.mirror.clock.max(entry.updated_at);
+        let bytes = entry.encode();
+        self.entries
+            .insert(&*entry.key, bytes.as_slice())
+            .map_err(|e| storage(self.path, e))?;
+        self.log(&entry.key)?;
+        let entry = Arc::new(entry);
+        let previous = self.mirror.insert(entry.clone());
+        self.undo.push((entry.key.clone(), previous));
+        Ok(entry)
+    }
+
+    fn remove(&mut self, key: &str) -> Result<Option<Arc<Entry>>> {
+        if self.mirror.get(key).is_none() {
+            return Ok(None);
+        }
+        self.entries
+            .remove(key)
+            .map_err(|e| storage(self.path, e))?;
+        self.log(key)?;
+        let previous = self.mirror.remove(key);
+        self.undo.push((Arc::from(key), previous.clone()));
+        Ok(previous)
+    }
+
+    /// §1.3 (and §3.3 when `chain_to` is given for a new key).
+    fn save(&mut self, request: SaveRequest, chain_to: Option<Arc<str>>) -> Result<Arc<Entry>> {
+        let stamp = self.stamp();
+        let existing = self.mirror.get(&request.key).cloned();
+        let entry = if let Some(old) = existing {
+            Entry {
+                key: old.key.clone(),
+                value: request.value.into(),
+                kind: request.kind.map_or_else(|| old.kind.clone(), Arc::from),
+                namespace: request
+                    .namespace
+                    .map_or_else(|| old.namespace.clone(), Arc::from),
+                references: request.references.map_or_else(
+                    || old.references.clone(),
+                    |refs| clean_references(&old.key, refs),
+                ),
+                created_at: old.created_at,
+                updated_at: stamp,
+            }
+        } else {
+            {
+                let key: Arc<str> = request.key.into();
+                let references = match request.references {
+                    Some(refs) => clean_references(&key, refs),
+                    None => chain_to
+                        .or_else(|| self.auto_parent(request.parent_kind.as_deref()))
+                        .filter(|parent| *parent != key)
+                        .into_iter()
+                        .collect(),
+                };
+                Entry {
+                    value: request.value.into(),
+                    kind: request.kind.unwrap_or(request.inferred_kind).into(),
+                    namespace: request.namespace.unwrap_or_default().into(),
+                    references,
+                    created_at: stamp,
+                    updated_at: stamp,
+                    key,
+                }
+            }
+        };
+        self.put(entry)
+    }
+
+    /// §3.2: the newest entry of the wanted type, else the newest entry.
+    fn auto_parent(&self, wanted: Option<&str>) -> Option<Arc<str>> {
+        wanted
+            .and_then(|kind| self.mirror.newest_of_type(kind))
+            .or_else(|| self.mirror.newest())
+            .map(|entry| entry.key.clone())
+    }
+
+    fn link(&mut self, key: &str, parent: &str) -> Result<bool> {
+        if key == parent {
+            return Err(StoreError::invalid(format!(
+                "cannot link {key:?} to itself"
+            )));
+        }
+        let entry = self
+            .mirror
+            .get(key)
+            .cloned()
+            .ok_or_else(|| StoreError::MissingKey(key.to_string()))?;
+        if self.mirror.get(parent).is_none() {
+            return Err(StoreError::MissingKey(parent.to_string()));
+        }
+        if entry.references.iter().any(|r| &**r == parent) {
+            return Ok(false);
+        }
+        let mut updated = (*entry).clone();
+        updated.references.push(parent.into());
+        updated.updated_at = self.stamp();
+        self.put(updated)?;
+        Ok(true)
+    }
+
+    fn unlink(&mut self, key: &str, parent: &str) -> Result<bool> {
+        let Some(entry) = self.mirror.get(key).cloned() else {
+            return Ok(false);
+        };
+        if !entry.references.iter().any(|r| &**r == parent) {
+            return Ok(false);
+        }
+        let mut updated = (*entry).clone();
+        updated.references.retain(|r| &**r != parent);
+        updated.updated_at = self.stamp();
+        self.put(updated)?;
+        Ok(true)
+    }
+
+    /// §6.7: at most `TOOL_RESULT_CAP` `tool:<tool>:*` entries, oldest out.
+    fn cap_tool(&mut self, tool: &str) -> Result<()> {
+        let prefix = format!("{TOOL_KEY_PREFIX}{tool}:");
+        let mut matching: Vec<(i64, Arc<str>)> = self
+            .mirror
+            .with_prefix(&prefix)
+            .filter(|e| tool_of_key(&e.key) == Some(tool))
+            .map(|e| (e.updated_at, e.key.clone()))
+            .collect();
+        if matching.len() <= TOOL_RESULT_CAP {
+            return Ok(());
+        }
+        matching.sort_unstable();
+        let excess = matching.len() - TOOL_RESULT_CAP;
+        for (_, key) in matching.into_iter().take(excess) {
+            self.remove(&key)?;
+        }
+        Ok(())
+    }
+
+    /// §6.7: at most `cap` entries of the given types together, oldest out.
+    fn cap_type(&mut self, kinds: &[&str], cap: usize) -> Result<()> {
+        let total: usize = kinds.iter().map(|k| self.mirror.count_of_type(k)).sum();
+        if total <= cap {
+            return Ok(());
+        }
+        let mut candidates: Vec<(i64, Arc<str>)> = kinds
+            .iter()
+            .flat_map(|kind| {
+                self.mirror
+                    .of_type_oldest_first(kind)
+                    .take(total - cap)
+                    .map(|e| (e.updated_at, e.key.clone()))
+            })
+            .collect();
+        candidates.sort_unstable();
+        for (_, key) in candidates.into_iter().take(total - cap) {
+            self.remove(&key)?;
+        }
+        Ok(())
+    }
+
+    /// Drops old change records once there are twice `LOG_KEEP` of them.
+    fn prune_change_log(&mut self, wtx: &redb::WriteTransaction) -> Result<()> {
+        let path = self.path;
+        let mut meta = wtx.open_table(META).map_err(|e| storage(path, e))?;
+        let floor = read_u64(&meta, "log_floor", path)?.unwrap_or(0);
+        if self.mirror.seq.saturating_sub(floor) <= 2 * LOG_KEEP {
+            return Ok(());
+        }
+        let new_floor = self.mirror.seq - LOG_KEEP;
+        let stale: Vec<u64> = self
+            .changes
+            .range(..=new_floor)
+            .map_err(|e| storage(path, e))?
+            .map(|item| item.map(|(seq, _)| seq.value()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| storage(path, e))?;
+        for seq in stale {
+            self.changes.remove(seq).map_err(|e| storage(path, e))?;
+        }
+        meta.insert("log_floor", new_floor.to_le_bytes().as_slice())
+            .map_err(|e| storage(path, e))?;
+        Ok(())
+    }
+}
+
+impl Mirror {
+    /// Undoes a failed transaction's changes, newest first.
+    fn roll_back(&mut self, undo: Vec<(Arc<str>, Option<Arc<Entry>>)>, saved: (u64, i64)) {
+        for (key, previous) in undo.into_iter().rev() {
+            match previous {
+                Some(entry) => {
+                    self.insert(entry);
+                }
+                None => {
+                    self.remove(&key);
+                }
+            }
+        }
+        (self.seq, self.clock) = saved;
+    }
+}
+
+fn validate_save(request: &SaveRequest) -> Result<()> {
+    validate_key(&request.key, "key")?;
+    if let Some(references) = &request.references {
+        for reference in references {
+            validate_key(reference, "reference")?;
+        }
+    }
+    Ok(())
+}
+
+fn is_tool_result(request: &SaveRequest) -> bool {
+    let kind = request.kind.as_deref().unwrap_or(&request.inferred_kind);
+    kind == "tool_result"
+}
+
+/// The tool name of a `tool:<name>:<slug>` key: everything between the prefix
+/// and the last `:` (slugs never contain `:`, tool names may).
+fn tool_of_key(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix(TOOL_KEY_PREFIX)?;
+    let end = rest.rfind(':')?;
+    Some(&rest[..end])
+}
+
+/// §1.3: drop the entry's own key and duplicates, keep first-seen order.
+fn clean_references(key: &str, references: Vec<String>) -> Vec<Arc<str>> {
+    let mut seen = BTreeSet::new();
+    references
+        .into_iter()
+        .filter(|r| r != key && seen.insert(r.clone()))
+        .map(Arc::from)
+        .collect()
+}
+
+fn storage(path: &Path, error: impl std::fmt::Display) -> StoreError {
+    let text = error.to_string();
+    if text.contains("orrupt") {
+        StoreError::corrupt(path, text)
+    } else {
+        StoreError::io(path, text)
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown failure".into());
+    format!("the database engine failed while reading it: {detail}")
+}
+
+/// Absolute path of the store file; its directory is created (mode 0700).
+fn absolute_store_path(path: &Path) -> Result<PathBuf> {
+    if path.as_os_str().is_empty() {
+        return Err(StoreError::invalid("store path must not be empty"));
+    }
+    let absolute = std::path::absolute(path).map_err(|e| StoreError::io(path, e))?;
+    let file_name = absolute
+        .file_name()
+        .ok_or_else(|| StoreError::invalid(format!("{} is not a file path", path.display())))?
+        .to_owned();
+    let parent = absolute.parent().unwrap_or(Path::new("/"));
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(parent)
+        .map_err(|e| StoreError::io(parent, e))?;
+    let parent = parent
+        .canonicalize()
+        .map_err(|e| StoreError::io(parent, e))?;
+    let full = parent.join(file_name);
+    if full.is_dir() {
+        return Err(StoreError::invalid(format!(
+            "{} is a directory",
+            full.display()
+        )));
+    }
+    Ok(full)
+}
+
+fn store_file_has_data(path: &Path) -> Result<bool> {
+    match fs::metadata(path) {
+        Ok(meta) => Ok(meta.len() > 0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
+/// Creates the file with mode 0600 if missing (redb would use the umask).
+fn prepare_file(path: &Path) -> Result<()> {
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
+        .map_err(|e| StoreError::io(path, e))
+}
+
+/// A cheap first test that refuses anything that is not a redb file before
+/// redb itself looks at it.
+fn check_redb_magic(path: &Path) -> Result<()> {
+    let mut head = [0u8; REDB_MAGIC.len()];
+    let mut file = fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
+    match file.read_exact(&mut head) {
+        Ok(()) if head == REDB_MAGIC => Ok(()),
+        Ok(()) => Err(StoreError::corrupt(path, "not a redb database")),
+        Err(_) => Err(StoreError::corrupt(
+            path,
+            "file too short to be a redb database",
+        )),
+    }
+}
+
+/// Opens read-only, waiting (like a writer) while a writer holds the file.
+/// A file that needs crash repair cannot be opened read-only; then a write
+/// open (which repairs) serves the refresh instead.
+fn open_read_only(ctx: &CallContext<'_>, sync: &mut SyncFile) -> Result<ReadHandle> {
+    let mut backoff = Duration::from_micros(200);
+    loop {
+        match ReadOnlyDatabase::open(ctx.path) {
+            Ok(db) => return Ok(ReadHandle::ReadOnly(db)),
+            Err(
+                redb::DatabaseError::DatabaseAlreadyOpen
+                | redb::DatabaseError::LockProtocolMismatch,
+            ) => {
+                sync.raise_want();
+                let now = Instant::now();
+                if now >= ctx.deadline {
+                    return Err(StoreError::Busy {
+                        path: ctx.path.to_path_buf(),
+                        waited: now - ctx.started,
+                    });
+                }
+                std::thread::sleep(backoff.min(ctx.deadline - now));
+                backoff = (backoff * 2).min(Duration::from_millis(1));
+            }
+            Err(redb::DatabaseError::RepairAborted) => {
+                let db = lease::open_database(ctx.path, ctx.deadline, ctx.started, sync)?;
+                return Ok(ReadHandle::Repaired(db));
+            }
+            Err(other) => return Err(lease::map_database_error(ctx.path, other)),
+        }
+    }
+}
+
+/// A database opened for one refresh.
+enum ReadHandle {
+    ReadOnly(ReadOnlyDatabase),
+    Repaired(Database),
+}
+
+impl ReadHandle {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            ReadHandle::ReadOnly(db) => db.begin_read(),
+            ReadHandle::Repaired(db) => db.begin_read(),
+        }
+    }
+}
+
+trait BeginRead {
+    fn read_txn(&self) -> Result<redb::ReadTransaction, redb::TransactionError>;
+}
+
+impl BeginRead for ReadHandle {
+    fn read_txn(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        self.begin_read()
+    }
+}
+
+impl BeginRead for Database {
+    fn read_txn(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        self.begin_read()
+    }
+}
+
+/// Writes the meta table of a brand-new store.
+fn initialise(db: &Database, path: &Path) -> Result<()> {
+    let wtx = db.begin_write().map_err(|e| storage(path, e))?;
+    {
+        let mut meta = wtx.open_table(META).map_err(|e| storage(path, e))?;
+        let mut store_id = Vec::with_capacity(16);
+        store_id.extend_from_slice(&lease::random_u64().to_le_bytes());
+        store_id.extend_from_slice(&lease::random_u64().to_le_bytes());
+        for (name, value) in [
+            ("format", FORMAT_MARKER.to_vec()),
+            ("schema", SCHEMA_VERSION.to_le_bytes().to_vec()),
+            ("store_id", store_id),
+            ("log_floor", 0u64.to_le_bytes().to_vec()),
+        ] {
+            meta.insert(name, value.as_slice())
+                .map_err(|e| storage(path, e))?;
+        }
+        wtx.open_table(ENTRIES).map_err(|e| storage(path, e))?;
+        wtx.open_table(CHANGES).map_err(|e| storage(path, e))?;
+    }
+    wtx.commit().map_err(|e| storage(path, e))
+}
+
+struct Meta {
+    store_id: Vec<u8>,
+    log_floor: u64,
+}
+
+fn read_u64(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    name: &str,
+    path: &Path,
+) -> Result<Option<u64>> {
+    let Some(value) = meta.get(name).map_err(|e| storage(path, e))? else {
+        return Ok(None);
+    };
+    let bytes: [u8; 8] = value
+        .value()
+        .try_into()
+        .map_err(|_| StoreError::corrupt(path, format!("meta field {name} is malformed")))?;
+    Ok(Some(u64::from_le_bytes(bytes)))
+}
+
+/// Reads and checks the meta table: a membolt store of a schema we read.
+fn read_meta(rtx: &redb::ReadTransaction, path: &Path) -> Result<Meta> {
+    let meta = match rtx.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => {
+            let names: Vec<String> = rtx
+                .list_tables()
+                .map_err(|e| storage(path, e))?
+                .map(|t| t.name().to_string())
+                .collect();
+            return Err(StoreError::corrupt(
+                path,
+                format!("a redb database without membolt's tables (it has {names:?})"),
+            ));
+        }
+        Err(e) => return Err(storage(path, e)),
+    };
+    let format = meta.get("format").map_err(|e| storage(path, e))?;
+    if format.as_ref().map(redb::AccessGuard::value) != Some(FORMAT_MARKER) {
+        return Err(StoreError::corrupt(
+            path,
+            "a redb database of another application",
+        ));
+    }
+    let schema = read_u64(&meta, "schema", path)?
+        .ok_or_else(|| StoreError::corrupt(path, "no schema version"))?;
+    if schema > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            path: path.to_path_buf(),
+            found: schema,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let store_id = meta
+        .get("store_id")
+        .map_err(|e| storage(path, e))?
+        .map(|v| v.value().to_vec())
+        .ok_or_else(|| StoreError::corrupt(path, "no store id"))?;
+    let log_floor = read_u64(&meta, "log_floor", path)?.unwrap_or(0);
+    Ok(Meta {
+        store_id,
+        log_floor,
+    })
+}
+
+/// Brings `mirror` up to the file's state: applies the change records it has
+/// not seen, or rebuilds it when it cannot (none yet, another file, records
+/// pruned past it).
+fn catch_up(db: &impl BeginRead, mirror: &mut Option<Mirror>, path: &Path) -> Result<()> {
+    let rtx = db.read_txn().map_err(|e| storage(path, e))?;
+    let meta = read_meta(&rtx, path)?;
+    let changes = rtx.open_table(CHANGES).map_err(|e| storage(path, e))?;
+    let (last_seq, clock) = match changes.last().map_err(|e| storage(path, e))? {
+        Some((seq, record)) => (seq.value(), decode_change(record.value(), path)?.0),
+        None => (0, i64::MIN),
+    };
+    let entries = rtx.open_table(ENTRIES).map_err(|e| storage(path, e))?;
+    if let Some(current) = mirror.as_mut()
+        && current.store_id == meta.store_id
+        && current.seq >= meta.log_floor
+        && current.seq <= last_seq
+    {
+        if current.seq == last_seq {
+            return Ok(());
+        }
+        let mut keys = BTreeSet::new();
+        for item in changes
+            .range(current.seq + 1..=last_seq)
+            .map_err(|e| storage(path, e))?
+        {
+            let (_, record) = item.map_err(|e| storage(path, e))?;
+            keys.insert(decode_change(record.value(), path)?.1.to_string());
+        }
+        for key in keys {
+            match entries.get(key.as_str()).map_err(|e| storage(path, e))? {
+                Some(bytes) => {
+                    let entry = decode_entry(&key, bytes.value(), path)?;
+                    current.insert(Arc::new(entry));
+                }
+                None => {
+                    current.remove(&key);
+                }
+            }
+        }
+        current.seq = last_seq;
+        current.clock = current.clock.max(clock);
+        return Ok(());
+    }
+    let mut all = Vec::with_capacity(entries.len().map_err(|e| storage(path, e))? as usize);
+    for item in entries.iter().map_err(|e| storage(path, e))? {
+        let (key, bytes) = item.map_err(|e| storage(path, e))?;
+        all.push(Arc::new(decode_entry(key.value(), bytes.value(), path)?));
+    }
+    *mirror = Some(Mirror::from_entries(all, meta.store_id, last_seq, clock));
+    Ok(())
+}
+
+fn decode_entry(key: &str, bytes: &[u8], path: &Path) -> Result<Entry> {
+    Entry::decode(key, bytes)
+        .map_err(|e| StoreError::corrupt(path, format!("entry {key:?} is damaged: {e}")))
+}
+
+fn decode_change<'a>(record: &'a [u8], path: &Path) -> Result<(i64, &'a str)> {
+    if record.len() < 8 {
+        return Err(StoreError::corrupt(path, "a change record is damaged"));
+    }
+    let clock = i64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
+    let key = std::str::from_utf8(&record[8..])
+        .map_err(|_| StoreError::corrupt(path, "a change record is damaged"))?;
+    Ok((clock, key))
+}

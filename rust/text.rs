@@ -1,0 +1,939 @@
+//! Pure text functions of membolt (BEHAVIOUR.md §5.4–§5.8, §6.8).
+//!
+//! Everything here is a total function of its arguments: no I/O, no clock, no
+//! `unsafe`, and no panic on any input. The spec's conventions are followed
+//! literally:
+//!
+//! * "bytes" are UTF-8 bytes (`str::len`);
+//! * "whitespace" is the Unicode `White_Space` property, i.e.
+//!   [`char::is_whitespace`] (U+001C–U+001F are *not* whitespace here, unlike
+//!   Python's `str.split()`); "trim" is [`str::trim`], which uses that same set;
+//! * "lower" is Python's `str.lower()`, see [`lower`] for the one known
+//!   difference.
+
+use std::borrow::Cow;
+
+/// Marker appended by [`truncate`] when it cuts (§6.8).
+pub const ELLIPSIS: &str = "...";
+
+/// Fixed per-entry overhead of the `<memory>` budget (§5.1).
+pub const ENTRY_OVERHEAD: usize = 30;
+
+/// Separator that [`flatten`] puts between the non-empty lines of a text.
+pub const FLATTEN_SEPARATOR: &str = " / ";
+
+/// Replacement for control and bidi characters in the `<memory>` block (§5.4).
+pub const REPLACEMENT_CHAR: char = '\u{FFFD}';
+
+/// Minimum normalised length (bytes) of a value flagged `(same as K)` (§5.3).
+pub const MIN_DUPLICATE_BYTES: usize = 12;
+
+/// §5.5: markers that make a value *not* done; checked before [`DONE_MARKERS`].
+pub const NOT_DONE_MARKERS: &[&str] = &[
+    "not done",
+    "not complete",
+    "not finished",
+    "incomplete",
+    "unfinished",
+    "in progress",
+    "in-progress",
+    "pending",
+    "todo",
+    "to do",
+    "wip",
+    "blocked",
+    "failed",
+];
+
+/// §5.5: markers that make a value done (unless a not-done marker hits).
+pub const DONE_MARKERS: &[&str] = &[
+    "done",
+    "complete",
+    "finished",
+    "success",
+    "shipped",
+    "merged",
+    "cancelled",
+    "canceled",
+    "abandoned",
+    "wontfix",
+    "won't fix",
+];
+
+/// §5.5: markers that make an error *not* resolved; checked before
+/// [`RESOLVED_MARKERS`].
+pub const REOPENED_MARKERS: &[&str] = &[
+    "reopened",
+    "not fixed",
+    "not resolved",
+    "still failing",
+    "still broken",
+    "regressed",
+];
+
+/// §5.5: markers that make an error resolved (unless a reopened marker hits).
+pub const RESOLVED_MARKERS: &[&str] = &[
+    "resolved",
+    "fixed",
+    "closed",
+    "no longer",
+    "not an issue",
+    "works now",
+    "wontfix",
+    "won't fix",
+    "cancelled",
+    "canceled",
+    "abandoned",
+];
+
+/// §5.6: characters trimmed from both ends of each focus word.
+pub const FOCUS_TRIM_CHARS: &[char] = &[
+    '.', ',', '!', '?', ';', ':', '"', '\'', '(', ')', '[', ']', '{', '}', '<', '>',
+];
+
+/// §5.6: minimum length in bytes of a significant focus word.
+pub const FOCUS_MIN_WORD_BYTES: usize = 3;
+
+/// §5.6: focus stopwords.
+pub const STOPWORDS: &[&str] = &[
+    "this", "that", "with", "from", "have", "what", "when", "where", "which", "would", "could",
+    "should", "about", "your", "please", "into", "then", "the", "and", "for", "are", "was", "you",
+    "can", "how", "why", "who", "has", "had", "but", "not", "its", "out", "all", "any", "one",
+    "two", "now", "see", "off", "per", "via", "let", "did", "our", "yes", "too",
+];
+
+const MINUTE_MS: i64 = 60_000;
+const HOUR_MS: i64 = 60 * MINUTE_MS;
+const DAY_MS: i64 = 24 * HOUR_MS;
+
+// ---------------------------------------------------------------------------
+// Truncation (§6.8)
+// ---------------------------------------------------------------------------
+
+/// The longest prefix of `text` that is at most `limit` bytes long and ends on
+/// a character boundary (`text` itself when it already fits).
+#[must_use]
+pub fn truncate_bytes_boundary(text: &str, limit: usize) -> &str {
+    if text.len() <= limit {
+        return text;
+    }
+    // Back off to a character boundary (at most 3 steps; 0 is a boundary).
+    // (`str::floor_char_boundary` needs Rust 1.91; the main crate's MSRV is 1.85.)
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    // `cut` is a char boundary < len, so `get` always succeeds.
+    text.get(..cut).unwrap_or_default()
+}
+
+/// §6.8: `text` unchanged when it is at most `limit` bytes; otherwise cut at the
+/// largest character boundary `<= limit` bytes with `...` appended. Never splits
+/// a character: `"世"×10` at 10 gives `世世世...`.
+#[must_use]
+pub fn truncate(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let head = truncate_bytes_boundary(text, limit);
+    let mut out = String::with_capacity(head.len() + ELLIPSIS.len());
+    out.push_str(head);
+    out.push_str(ELLIPSIS);
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Whitespace helpers
+// ---------------------------------------------------------------------------
+
+/// The spec's "whitespace": the Unicode `White_Space` property.
+#[must_use]
+pub fn is_whitespace(c: char) -> bool {
+    c.is_whitespace()
+}
+
+/// True when every character of `text` is whitespace (so also for `""`).
+#[must_use]
+pub fn is_whitespace_str(text: &str) -> bool {
+    text.chars().all(char::is_whitespace)
+}
+
+/// The spec's "trim": removes whitespace (Unicode `White_Space`) at both ends.
+#[must_use]
+pub fn trim(text: &str) -> &str {
+    text.trim()
+}
+
+// ---------------------------------------------------------------------------
+// Flattening and escaping (§5.4)
+// ---------------------------------------------------------------------------
+
+fn has_line_break(text: &str) -> bool {
+    text.bytes().any(|b| b == b'\n' || b == b'\r')
+}
+
+/// §5.4 flattening only: if `text` holds `\n` or `\r`, split on runs of them,
+/// trim each part, drop empty parts and join the rest with ` / `. Text without
+/// line breaks is returned as it is (borrowed, *not* trimmed).
+#[must_use]
+pub fn flatten(text: &str) -> Cow<'_, str> {
+    if !has_line_break(text) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    // Splitting on single characters and dropping the empty parts is the same
+    // as splitting on runs of them.
+    for part in text.split(['\n', '\r']) {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(FLATTEN_SEPARATOR);
+        }
+        out.push_str(part);
+    }
+    Cow::Owned(out)
+}
+
+/// Flattening for `memory_search` output (§4): exactly [`flatten`], with no XML
+/// escaping *and no control/bidi replacement*.
+///
+/// Why no replacement: §4 asks for "§5.4 flattening, no XML escaping", and the
+/// U+FFFD replacement is part of §5.4's escaping step, which exists to protect
+/// the structure of the `<memory>` block inside the system prompt. A search
+/// line is a tool result, and showing the stored text faithfully (after the
+/// line-break flattening that keeps one hit per line) lets the model quote a
+/// key exactly for `memory_delete` or an overwrite, which a replaced character
+/// would make impossible. Kept as its own function so that decision lives in
+/// one place.
+#[must_use]
+pub fn flatten_plain(text: &str) -> Cow<'_, str> {
+    flatten(text)
+}
+
+/// True for the characters §5.4 replaces by U+FFFD: controls U+0000–U+001F
+/// except tab, U+007F, the bidi embeddings/overrides U+202A–U+202E and the
+/// bidi isolates U+2066–U+2069. (C1 controls U+0080–U+009F, U+2028 and U+2029
+/// are not in the spec's list and are kept.)
+#[must_use]
+pub fn is_replaced_char(c: char) -> bool {
+    (c < '\u{20}' && c != '\t')
+        || c == '\u{7f}'
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+fn needs_escape(c: char) -> bool {
+    matches!(c, '&' | '<' | '>') || is_replaced_char(c)
+}
+
+/// §5.4 escaping without flattening: `&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`,
+/// and every [`is_replaced_char`] character → U+FFFD.
+#[must_use]
+pub fn escape_xml(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c if is_replaced_char(c) => out.push(REPLACEMENT_CHAR),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// §5.4 in full, in the spec's order: [`flatten`], then [`escape_xml`]. This is
+/// what every key, type, value and parent name of the `<memory>` block (and
+/// every key and type on its map and downstream lines) goes through. The
+/// result never contains `\n`, `\r`, `<`, `>` or an unescaped `&`.
+#[must_use]
+pub fn escape_line(text: &str) -> Cow<'_, str> {
+    match flatten(text) {
+        Cow::Borrowed(flat) => escape_xml(flat),
+        Cow::Owned(flat) => match escape_xml(&flat) {
+            Cow::Borrowed(_) => Cow::Owned(flat),
+            Cow::Owned(escaped) => Cow::Owned(escaped),
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Lowering and word tokens
+// ---------------------------------------------------------------------------
+
+/// The spec's "lower": Python's `str.lower()` (not `casefold()`).
+///
+/// ASCII text takes a fast path (borrowed when already lower case). Other text
+/// uses [`str::to_lowercase`], which applies the same full Unicode lower-case
+/// mappings as Python (`SpecialCasing`, e.g. `İ` → `i̇`) and the same
+/// context-sensitive final-sigma rule (`ΟΔΟΣ` → `οδος`). The only known
+/// difference is Unicode version skew: Python 3.11 ships Unicode 14.0 tables
+/// while Rust 1.95's are newer, so the 55 upper-case letters that got a
+/// lower-case mapping after 14.0 (U+1C89, U+A7CB, U+A7CC, U+A7CE, U+A7D2,
+/// U+A7D4, U+A7DA, U+A7DC, U+10D50–U+10D65, U+16EA0–U+16EB8) are lowered here
+/// but left unchanged by Python 3.11. (Checked over every code point, alone and
+/// after a letter, and over 200,000 random strings built around `Σ`, combining
+/// and case-ignorable characters.)
+#[must_use]
+pub fn lower(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() {
+        if text.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(text.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(text)
+        }
+    } else {
+        let lowered = text.to_lowercase();
+        if lowered == text {
+            Cow::Borrowed(text)
+        } else {
+            Cow::Owned(lowered)
+        }
+    }
+}
+
+/// True for the characters of a word token: ASCII `[a-z0-9]`.
+#[must_use]
+pub fn is_token_char(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit()
+}
+
+/// The word tokens of an already lowered text: maximal runs of ASCII
+/// `[a-z0-9]`; every other character (upper-case ASCII and non-ASCII letters
+/// included) separates tokens. Never yields an empty token.
+pub fn word_tokens(lowered: &str) -> impl Iterator<Item = &str> {
+    lowered
+        .split(|c: char| !is_token_char(c))
+        .filter(|token| !token.is_empty())
+}
+
+// ---------------------------------------------------------------------------
+// Done and resolved (§5.5)
+// ---------------------------------------------------------------------------
+
+/// §5.5 hit rule of one marker against an already lowered value:
+/// a marker holding a space, `-` or `'` hits when it is a substring of the
+/// value; otherwise a marker of at most 3 characters hits when some token
+/// equals it; otherwise when some token starts with it.
+#[must_use]
+pub fn marker_hits(lowered: &str, marker: &str) -> bool {
+    if marker.contains([' ', '-', '\'']) {
+        lowered.contains(marker)
+    } else if marker.chars().count() <= 3 {
+        word_tokens(lowered).any(|token| token == marker)
+    } else {
+        word_tokens(lowered).any(|token| token.starts_with(marker))
+    }
+}
+
+fn any_marker_hits(lowered: &str, markers: &[&str]) -> bool {
+    markers.iter().any(|marker| marker_hits(lowered, marker))
+}
+
+/// §5.5 `is_done`: false if any not-done marker hits, else true if any done
+/// marker hits, else false.
+#[must_use]
+pub fn is_done(value: &str) -> bool {
+    let lowered = lower(value);
+    !any_marker_hits(&lowered, NOT_DONE_MARKERS) && any_marker_hits(&lowered, DONE_MARKERS)
+}
+
+/// §5.5 `is_resolved`: false if any reopened marker hits, else true if any
+/// resolved marker hits, else false.
+#[must_use]
+pub fn is_resolved(value: &str) -> bool {
+    let lowered = lower(value);
+    !any_marker_hits(&lowered, REOPENED_MARKERS) && any_marker_hits(&lowered, RESOLVED_MARKERS)
+}
+
+// ---------------------------------------------------------------------------
+// Focus (§5.6)
+// ---------------------------------------------------------------------------
+
+/// True for the §5.6 stopwords.
+#[must_use]
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word)
+}
+
+/// §5.6 significant words of a focus text, in order: split `lower(focus)` on
+/// whitespace, trim each word of `.,!?;:"'()[]{}<>`, keep words of at least 3
+/// bytes that are not stopwords. Repeated words are kept (the spec does not
+/// deduplicate, so a repeated word scores once per occurrence).
+#[must_use]
+pub fn focus_words(focus: &str) -> Vec<String> {
+    lower(focus)
+        .split(char::is_whitespace)
+        .map(|word| word.trim_matches(FOCUS_TRIM_CHARS))
+        .filter(|word| word.len() >= FOCUS_MIN_WORD_BYTES && !is_stopword(word))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// §5.6 score of an entry for the given significant words (from
+/// [`focus_words`]): +2 per word that starts some token of `lower(key)`, else
+/// +1 when it starts some token of `lower(value)`; then +1 when the score is
+/// positive and `entry_type` is not empty, `note` or `fact`.
+#[must_use]
+pub fn focus_score<S: AsRef<str>>(words: &[S], key: &str, value: &str, entry_type: &str) -> u64 {
+    let key = lower(key);
+    let value = lower(value);
+    let mut score: u64 = 0;
+    for word in words {
+        let word = word.as_ref();
+        if word_tokens(&key).any(|token| token.starts_with(word)) {
+            score = score.saturating_add(2);
+        } else if word_tokens(&value).any(|token| token.starts_with(word)) {
+            score = score.saturating_add(1);
+        }
+    }
+    if score > 0 && !matches!(entry_type, "" | "note" | "fact") {
+        score = score.saturating_add(1);
+    }
+    score
+}
+
+// ---------------------------------------------------------------------------
+// Duplicates, budget, relative age
+// ---------------------------------------------------------------------------
+
+/// §5.3 duplicate normalisation: collapse whitespace runs to one space, trim,
+/// lower.
+#[must_use]
+pub fn normalize_value(value: &str) -> String {
+    let mut collapsed = String::with_capacity(value.len());
+    for word in value.split_whitespace() {
+        if !collapsed.is_empty() {
+            collapsed.push(' ');
+        }
+        collapsed.push_str(word);
+    }
+    match lower(&collapsed) {
+        Cow::Borrowed(_) => collapsed,
+        Cow::Owned(lowered) => lowered,
+    }
+}
+
+/// §5.1 cost of an entry in budget bytes: `len(key) + len(value) + 30`, raw
+/// (unescaped) UTF-8 lengths. Saturates instead of overflowing.
+#[must_use]
+pub fn entry_cost(key: &str, value: &str) -> usize {
+    key.len()
+        .saturating_add(value.len())
+        .saturating_add(ENTRY_OVERHEAD)
+}
+
+/// §5.8 relative age of `updated_at` seen at `now_ms` (both Unix ms): from
+/// `now - updated_at` (negative counts as 0): under 1 minute `just now`; under
+/// 1 hour `<floor minutes>m ago`; under 24 hours `<floor hours>h ago`;
+/// otherwise `<floor days>d ago`. Saturates on overflow.
+#[must_use]
+pub fn relative_age(now_ms: i64, updated_at: i64) -> String {
+    let delta = now_ms.saturating_sub(updated_at).max(0);
+    if delta < MINUTE_MS {
+        "just now".to_owned()
+    } else if delta < HOUR_MS {
+        format!("{}m ago", delta / MINUTE_MS)
+    } else if delta < DAY_MS {
+        format!("{}h ago", delta / HOUR_MS)
+    } else {
+        format!("{}d ago", delta / DAY_MS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // ----- truncation -----
+
+    #[test]
+    fn truncate_examples() {
+        assert_eq!(truncate(&"世".repeat(10), 10), "世世世...");
+        assert_eq!(truncate("abcdefghij", 5), "abcde...");
+        assert_eq!(truncate("abcdefghij", 10), "abcdefghij");
+        assert_eq!(truncate("abcdefghij", 11), "abcdefghij");
+        assert_eq!(truncate("abcdefghij", 9), "abcdefghi...");
+        assert_eq!(truncate("abc", 0), "...");
+        assert_eq!(truncate("", 0), "");
+        assert_eq!(truncate("", 5), "");
+        assert_eq!(truncate("世", 2), "...");
+        assert_eq!(truncate("世", 3), "世");
+        assert_eq!(truncate("abc", usize::MAX), "abc");
+    }
+
+    #[test]
+    fn truncate_every_byte_offset_of_multibyte_text() {
+        // 1-, 2-, 3- and 4-byte characters, plus a combining mark.
+        let text = "a\u{e9}世😀e\u{301}z世";
+        let boundaries: Vec<usize> = (0..=text.len())
+            .filter(|&i| text.is_char_boundary(i))
+            .collect();
+        for limit in 0..=text.len() + 2 {
+            let head = truncate_bytes_boundary(text, limit);
+            let out = truncate(text, limit);
+            if limit >= text.len() {
+                assert_eq!(head, text);
+                assert_eq!(out, text);
+                continue;
+            }
+            let expected_cut = *boundaries.iter().rfind(|&&b| b <= limit).unwrap();
+            assert_eq!(head.len(), expected_cut, "limit {limit}");
+            assert_eq!(head, &text[..expected_cut]);
+            assert_eq!(out, format!("{head}..."), "limit {limit}");
+            assert!(out.len() <= limit + 3);
+        }
+    }
+
+    #[test]
+    fn truncate_bytes_boundary_borrows_prefix() {
+        assert_eq!(truncate_bytes_boundary("世界", 4), "世");
+        assert_eq!(truncate_bytes_boundary("世界", 5), "世");
+        assert_eq!(truncate_bytes_boundary("世界", 6), "世界");
+        assert_eq!(truncate_bytes_boundary("世界", 2), "");
+        assert_eq!(truncate_bytes_boundary("😀", 3), "");
+        assert_eq!(truncate_bytes_boundary("😀", 4), "😀");
+    }
+
+    // ----- whitespace -----
+
+    #[test]
+    fn whitespace_is_unicode_white_space() {
+        let expected: Vec<u32> = [
+            0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003,
+            0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f,
+            0x3000,
+        ]
+        .to_vec();
+        let actual: Vec<u32> = (0..=0x10_ffff_u32)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_whitespace(c))
+            .map(u32::from)
+            .collect();
+        assert_eq!(actual, expected);
+        // Python's str.split() splits on these; the spec does not.
+        for c in [
+            '\u{1c}', '\u{1d}', '\u{1e}', '\u{1f}', '\u{200b}', '\u{feff}',
+        ] {
+            assert!(!is_whitespace(c));
+        }
+    }
+
+    #[test]
+    fn whitespace_helpers() {
+        assert!(is_whitespace_str(""));
+        assert!(is_whitespace_str(" \t\n\u{3000}\u{85}"));
+        assert!(!is_whitespace_str(" \u{1f} "));
+        assert!(!is_whitespace_str(" x "));
+        assert_eq!(trim("\u{a0} x y \u{2029}"), "x y");
+        assert_eq!(trim("\u{1c}x\u{1c}"), "\u{1c}x\u{1c}");
+    }
+
+    // ----- flatten -----
+
+    #[test]
+    fn flatten_without_line_breaks_is_untouched() {
+        assert!(matches!(flatten("  a  b  "), Cow::Borrowed("  a  b  ")));
+        assert_eq!(flatten("\t x \t"), "\t x \t");
+        assert_eq!(flatten(""), "");
+        assert!(matches!(flatten_plain("  <a>  "), Cow::Borrowed("  <a>  ")));
+    }
+
+    #[test]
+    fn flatten_line_breaks() {
+        assert_eq!(flatten("a\nb"), "a / b");
+        assert_eq!(flatten("a\r\nb"), "a / b");
+        assert_eq!(flatten("a\rb"), "a / b");
+        assert_eq!(flatten("a\r\n\r\n\n\rb"), "a / b");
+        assert_eq!(flatten("  a  \n  b  "), "a / b");
+        assert_eq!(flatten("a\n   \n\t\nb"), "a / b");
+        assert_eq!(flatten("\na\n"), "a");
+        assert_eq!(flatten("\n"), "");
+        assert_eq!(flatten("\r\n \r\n"), "");
+        assert_eq!(flatten(" lead\n"), "lead");
+        assert_eq!(flatten("x y\nz  w"), "x y / z  w");
+        // Unicode whitespace is trimmed; U+001C is not whitespace.
+        assert_eq!(flatten("\u{3000}a\u{a0}\n\u{1c}b"), "a / \u{1c}b");
+        // Other line-like characters are not split on.
+        assert_eq!(flatten("a\u{2028}b\u{85}c\n"), "a\u{2028}b\u{85}c");
+        // No XML escaping, no replacement.
+        assert_eq!(flatten("<a>\n&\u{0}"), "<a> / &\u{0}");
+        assert_eq!(flatten_plain("<a>\n&\u{0}\u{202e}"), "<a> / &\u{0}\u{202e}");
+    }
+
+    // ----- escaping -----
+
+    #[test]
+    fn escape_line_xml() {
+        assert_eq!(escape_line("a & b"), "a &amp; b");
+        assert_eq!(escape_line("</memory>"), "&lt;/memory&gt;");
+        assert_eq!(escape_line("&amp;"), "&amp;amp;");
+        assert!(matches!(
+            escape_line("plain text"),
+            Cow::Borrowed("plain text")
+        ));
+        assert!(matches!(
+            escape_line("  spaced  "),
+            Cow::Borrowed("  spaced  ")
+        ));
+    }
+
+    #[test]
+    fn escape_line_flattens_first() {
+        assert_eq!(escape_line("a\n</memory>\r\nb"), "a / &lt;/memory&gt; / b");
+        assert_eq!(escape_line("one\ntwo"), "one / two");
+        // A vertical tab at the end of a line part is whitespace and trimmed by
+        // flattening before the replacement step sees it.
+        assert_eq!(escape_line("a\u{b}\nb"), "a / b");
+        // Without a line break nothing is trimmed, so it is replaced.
+        assert_eq!(escape_line("a\u{b}"), "a\u{fffd}");
+    }
+
+    #[test]
+    fn escape_line_replaces_every_control_char_but_tab() {
+        for code in (0x00..0x20_u32).chain([0x7f]) {
+            let c = char::from_u32(code).unwrap();
+            let text = format!("x{c}y");
+            let out = escape_line(&text);
+            if c == '\t' {
+                assert_eq!(out, "x\ty");
+            } else if c == '\n' || c == '\r' {
+                assert_eq!(out, "x / y");
+            } else {
+                assert_eq!(out, "x\u{fffd}y", "U+{code:04X}");
+            }
+        }
+    }
+
+    #[test]
+    fn escape_line_replaces_bidi_controls() {
+        for code in (0x202a..=0x202e_u32).chain(0x2066..=0x2069) {
+            let c = char::from_u32(code).unwrap();
+            assert_eq!(escape_line(&format!("a{c}b")), "a\u{fffd}b", "U+{code:04X}");
+        }
+        // Neighbours are kept.
+        for code in [
+            0x2029_u32, 0x202f, 0x2065, 0x206a, 0x200e, 0x200f, 0x80, 0x9f, 0x85,
+        ] {
+            let c = char::from_u32(code).unwrap();
+            let text = format!("a{c}b");
+            assert_eq!(escape_line(&text), text, "U+{code:04X}");
+        }
+    }
+
+    #[test]
+    fn escape_line_output_is_one_safe_line() {
+        let nasty = "\u{0}<x>\r\n&\u{202e}\t\u{7f}\n\n</memory>\u{2066}";
+        let out = escape_line(nasty);
+        assert_eq!(
+            out,
+            "\u{fffd}&lt;x&gt; / &amp;\u{fffd}\t\u{fffd} / &lt;/memory&gt;\u{fffd}"
+        );
+        assert!(!out.contains(['\n', '\r', '<', '>']));
+        assert!(!out.chars().any(is_replaced_char));
+    }
+
+    #[test]
+    fn escape_xml_alone() {
+        assert_eq!(escape_xml("a\nb"), "a\u{fffd}b");
+        assert_eq!(escape_xml("<&>"), "&lt;&amp;&gt;");
+    }
+
+    // ----- lower -----
+
+    #[test]
+    fn lower_ascii_fast_path() {
+        assert!(matches!(lower("already lower 123"), Cow::Borrowed(_)));
+        assert_eq!(lower("MiXeD Case"), "mixed case");
+        assert_eq!(lower(""), "");
+    }
+
+    #[test]
+    fn lower_unicode_like_python() {
+        // Values checked against Python 3.11's str.lower().
+        assert_eq!(lower("ÉCOLE"), "école");
+        assert_eq!(lower("İ"), "i\u{307}");
+        assert_eq!(lower("ΟΔΟΣ"), "οδος");
+        assert_eq!(lower("Σ"), "σ");
+        assert_eq!(lower("ΑΣ Β"), "ας β");
+        assert_eq!(lower("ẞ"), "ß");
+        assert_eq!(lower("ǅ"), "ǆ");
+        assert_eq!(lower("K"), "k"); // Kelvin sign
+        assert_eq!(lower("ß"), "ß"); // lower, not casefold
+        assert!(matches!(lower("世界"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn lower_known_unicode_version_skew() {
+        // Unicode 16 mappings: Python 3.11 (Unicode 14.0) leaves these as is.
+        assert_eq!(lower("\u{a7cb}"), "\u{264}");
+        assert_eq!(lower("\u{1c89}"), "\u{1c8a}");
+        assert_eq!(lower("\u{10d50}"), "\u{10d70}");
+    }
+
+    // ----- word tokens -----
+
+    #[test]
+    fn word_tokens_rules() {
+        let tokens: Vec<&str> = word_tokens("result:api_wiring v2 café--x").collect();
+        assert_eq!(tokens, ["result", "api", "wiring", "v2", "caf", "x"]);
+        assert_eq!(word_tokens("").count(), 0);
+        assert_eq!(word_tokens(" _:-").count(), 0);
+        // Upper-case ASCII separates (input is expected to be lowered).
+        assert_eq!(word_tokens("aBc").collect::<Vec<_>>(), ["a", "c"]);
+        assert_eq!(
+            word_tokens("wontfix'd").collect::<Vec<_>>(),
+            ["wontfix", "d"]
+        );
+    }
+
+    // ----- markers -----
+
+    #[test]
+    fn marker_hit_rule_substring_for_space_dash_quote() {
+        assert!(marker_hits("this is not done yet", "not done"));
+        assert!(marker_hits("xnot doney", "not done"));
+        assert!(!marker_hits("not  done", "not done"));
+        assert!(marker_hits("status: in-progressing", "in-progress"));
+        assert!(marker_hits("we won't fixate", "won't fix"));
+        assert!(marker_hits("how to download", "to do"));
+    }
+
+    #[test]
+    fn marker_hit_rule_short_markers_need_equal_token() {
+        assert!(marker_hits("still wip here", "wip"));
+        assert!(marker_hits("(wip)", "wip"));
+        assert!(marker_hits("wip2 wip", "wip"));
+        assert!(!marker_hits("wipe the disk", "wip"));
+        assert!(!marker_hits("swip", "wip"));
+        assert!(!marker_hits("wip2", "wip"));
+        // Counted in characters, not bytes.
+        assert!(marker_hits("x ab", "ab"));
+        assert!(!marker_hits("abc", "ab"));
+    }
+
+    #[test]
+    fn marker_hit_rule_long_markers_are_token_prefixes() {
+        assert!(marker_hits("completed the job", "complete"));
+        assert!(marker_hits("done.", "done"));
+        assert!(marker_hits("doneness", "done"));
+        assert!(!marker_hits("undone", "done"));
+        assert!(!marker_hits("incomplete", "complete"));
+        assert!(marker_hits("incomplete", "incomplete"));
+        assert!(marker_hits("successful", "success"));
+        assert!(marker_hits("todos: 3", "todo"));
+        assert!(!marker_hits("mastodon", "todo"));
+        // Non-ASCII letters separate tokens.
+        assert!(marker_hits("édone", "done"));
+        assert!(marker_hits("x_done_y", "done"));
+    }
+
+    #[test]
+    fn every_not_done_marker_negates() {
+        for marker in NOT_DONE_MARKERS {
+            let value = format!("Done, {marker}");
+            assert!(!is_done(&value), "{value}");
+            assert!(!is_done(marker), "{marker}");
+        }
+    }
+
+    #[test]
+    fn every_done_marker_completes() {
+        for marker in DONE_MARKERS {
+            assert!(is_done(marker), "{marker}");
+            let upper = marker.to_uppercase();
+            assert!(is_done(&format!("Work {upper}.")), "{upper}");
+        }
+    }
+
+    #[test]
+    fn is_done_cases() {
+        assert!(!is_done(""));
+        assert!(!is_done("compiles; tests pending"));
+        assert!(!is_done("waiting on CI"));
+        assert!(is_done("All done"));
+        assert!(is_done("Completed"));
+        assert!(!is_done("not done"));
+        assert!(!is_done("Not Complete"));
+        assert!(!is_done("done but blocked"));
+        assert!(!is_done("FAILED: done"));
+        assert!(!is_done("in progress, almost done"));
+        assert!(!is_done("in-progress done"));
+        assert!(!is_done("to do: done"));
+        assert!(!is_done("WIP done"));
+        assert!(is_done("wipe done"));
+        assert!(is_done("undone? no: done"));
+        assert!(!is_done("undone"));
+        assert!(is_done("mergedd"));
+        assert!(is_done("won't fix"));
+        assert!(!is_done("wont fix"));
+        assert!(is_done("WONTFIX"));
+        assert!(is_done("fail done")); // `fail` is not a marker, `failed` is
+        assert!(!is_done("failed"));
+        assert!(!is_done("failedover done"));
+        assert!(!is_done("pendingdone"));
+    }
+
+    #[test]
+    fn every_reopened_marker_negates() {
+        for marker in REOPENED_MARKERS {
+            let value = format!("fixed; {marker}");
+            assert!(!is_resolved(&value), "{value}");
+            assert!(!is_resolved(marker), "{marker}");
+        }
+    }
+
+    #[test]
+    fn every_resolved_marker_resolves() {
+        for marker in RESOLVED_MARKERS {
+            assert!(is_resolved(marker), "{marker}");
+            let upper = marker.to_uppercase();
+            assert!(is_resolved(&format!("Now {upper}!")), "{upper}");
+        }
+    }
+
+    #[test]
+    fn is_resolved_cases() {
+        assert!(!is_resolved(""));
+        assert!(!is_resolved("migrate step 3 panics on nil column"));
+        assert!(is_resolved("Fixed in abc123"));
+        assert!(is_resolved("fixed-width font"));
+        // `fixed` is a token-prefix marker: `fixes` and `prefixed` do not hit.
+        assert!(!is_resolved("fixes landed"));
+        assert!(!is_resolved("prefixed"));
+        assert!(!is_resolved("unresolved"));
+        assert!(is_resolved("closed"));
+        assert!(is_resolved("no longer happens"));
+        assert!(!is_resolved("no  longer"));
+        assert!(!is_resolved("reopened: was fixed"));
+        assert!(!is_resolved("Not fixed"));
+        assert!(!is_resolved("still failing after fix"));
+        assert!(!is_resolved("Regressed: was resolved"));
+        // `regressions` does not start with `regressed`.
+        assert!(is_resolved("regressions: was resolved"));
+        assert!(is_resolved("WORKS NOW"));
+        assert!(!is_resolved("works  now"));
+    }
+
+    // ----- focus -----
+
+    #[test]
+    fn focus_words_rules() {
+        assert_eq!(
+            focus_words("Fix the /users endpoint, please!"),
+            ["fix", "/users", "endpoint"]
+        );
+        assert_eq!(focus_words("\"(API)\" ok go sql"), ["api", "sql"]);
+        assert_eq!(focus_words(""), Vec::<String>::new());
+        assert_eq!(focus_words("   "), Vec::<String>::new());
+        // Stopwords are checked after trimming and lowering.
+        assert_eq!(focus_words("THE (and) What? build"), ["build"]);
+        for stop in STOPWORDS {
+            assert!(focus_words(stop).is_empty(), "{stop}");
+        }
+        // Bytes, not characters: `été` is 5 bytes.
+        assert_eq!(focus_words("été ab ßa"), ["été", "ßa"]);
+        // Unicode whitespace splits, U+001F does not.
+        assert_eq!(
+            focus_words("abc\u{3000}def\u{1f}ghi"),
+            ["abc", "def\u{1f}ghi"]
+        );
+        // Repeats are kept; inner punctuation is kept.
+        assert_eq!(focus_words("api api foo.bar"), ["api", "api", "foo.bar"]);
+        assert_eq!(focus_words("<<>>"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn focus_score_rules() {
+        let words = focus_words("users endpoint");
+        // key hit +2 per word, type bonus +1
+        assert_eq!(focus_score(&words, "prompt:users", "x", "prompt"), 3);
+        // value hit +1, key hit +2, bonus
+        assert_eq!(
+            focus_score(&words, "prompt:users", "an endpoint", "prompt"),
+            4
+        );
+        // key hit wins over value hit for the same word (no +3)
+        assert_eq!(focus_score(&words, "users", "users", "result"), 3);
+        // no bonus for empty, note, fact
+        assert_eq!(focus_score(&words, "users", "", ""), 2);
+        assert_eq!(focus_score(&words, "users", "", "note"), 2);
+        assert_eq!(focus_score(&words, "users", "", "fact"), 2);
+        // no bonus when the score is zero
+        assert_eq!(focus_score(&words, "abc", "def", "prompt"), 0);
+        // prefix of a token, not inside a token
+        assert_eq!(focus_score(&["api"], "api_wiring", "", "note"), 2);
+        assert_eq!(focus_score(&["api"], "capital", "rapid", "note"), 0);
+        // case-insensitive through lower()
+        assert_eq!(focus_score(&["api"], "API", "", "note"), 2);
+        // words that cannot be inside a token never match
+        assert_eq!(focus_score(&["/users"], "/users", "/users", "x"), 0);
+        // repeated words score again
+        assert_eq!(focus_score(&["api", "api"], "api", "", "note"), 4);
+    }
+
+    // ----- duplicates, cost -----
+
+    #[test]
+    fn normalize_value_rules() {
+        assert_eq!(normalize_value("  Hello \t\n World  "), "hello world");
+        assert_eq!(normalize_value(""), "");
+        assert_eq!(normalize_value("A\u{3000}B"), "a b");
+        assert_eq!(normalize_value("A\u{1f}B"), "a\u{1f}b");
+        assert_eq!(normalize_value("ΟΔΟΣ  X"), "οδος x");
+    }
+
+    #[test]
+    fn entry_cost_rule() {
+        assert_eq!(entry_cost("k", "v"), 32);
+        assert_eq!(entry_cost("世", ""), 33);
+        assert_eq!(entry_cost("", ""), 30);
+    }
+
+    // ----- relative age -----
+
+    #[test]
+    fn relative_age_boundaries() {
+        let cases: &[(i64, &str)] = &[
+            (0, "just now"),
+            (59_999, "just now"),
+            (60_000, "1m ago"),
+            (119_999, "1m ago"),
+            (120_000, "2m ago"),
+            (3_599_999, "59m ago"),
+            (3_600_000, "1h ago"),
+            (7_199_999, "1h ago"),
+            (7_200_000, "2h ago"),
+            (86_399_999, "23h ago"),
+            (86_400_000, "1d ago"),
+            (172_799_999, "1d ago"),
+            (172_800_000, "2d ago"),
+            (365 * 86_400_000, "365d ago"),
+        ];
+        let base = 1_700_000_000_000_i64;
+        for &(delta, expected) in cases {
+            assert_eq!(relative_age(base + delta, base), expected, "delta {delta}");
+        }
+    }
+
+    #[test]
+    fn relative_age_negative_and_extreme() {
+        assert_eq!(relative_age(0, 1), "just now");
+        assert_eq!(relative_age(0, 10_000_000_000), "just now");
+        assert_eq!(relative_age(i64::MIN, i64::MAX), "just now");
+        assert_eq!(
+            relative_age(i64::MAX, i64::MIN),
+            format!("{}d ago", i64::MAX / 86_400_000)
+        );
+        assert_eq!(
+            relative_age(i64::MAX, 0),
+            format!("{}d ago", i64::MAX / 86_400_000)
+        );
+    }
+}
