@@ -82,6 +82,11 @@ pub(crate) fn map_database_error(path: &Path, error: DatabaseError) -> StoreErro
         {
             StoreError::corrupt(path, format!("not a redb database: {io}"))
         }
+        DatabaseError::Storage(redb::StorageError::Io(io))
+            if io.kind() == std::io::ErrorKind::UnexpectedEof =>
+        {
+            StoreError::corrupt(path, "the file is truncated")
+        }
         DatabaseError::Storage(redb::StorageError::Io(io)) => StoreError::io(path, io),
         DatabaseError::UpgradeRequired(version) => {
             StoreError::corrupt(path, format!("unsupported redb file format {version}"))

@@ -522,6 +522,13 @@ fn truncate(text: &str, limit: usize) -> String {
     crate::text::truncate(text, limit)
 }
 
+/// Test support: writes a file the public API cannot produce (see
+/// `store::write_test_fixture`).
+#[pyfunction]
+fn _write_test_fixture(py: Python<'_>, path: PathBuf, kind: &str) -> PyResult<()> {
+    store::write_test_fixture(&path, kind).map_err(|e| to_py_err(py, e))
+}
+
 /// Closes every lease this process holds (at exit and before `fork`).
 #[pyfunction]
 fn _release_all(py: Python<'_>) {
@@ -541,6 +548,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(truncate, m)?)?;
     m.add_function(wrap_pyfunction!(_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(_write_test_fixture, m)?)?;
     m.add("SCHEMA_VERSION", store::SCHEMA_VERSION)?;
     m.add("MAX_KEY_BYTES", store::MAX_KEY_BYTES)?;
     m.add("TOOL_RESULT_CAP", store::TOOL_RESULT_CAP)?;

@@ -24,7 +24,6 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -50,7 +49,6 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// The schema this version writes and the newest it reads.
 pub const SCHEMA_VERSION: u64 = 1;
 const FORMAT_MARKER: &[u8] = b"membolt";
-const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
 /// Change records kept for processes catching up; older ones are pruned in
 /// chunks once twice as many exist. A mirror older than that reloads fully.
 const LOG_KEEP: u64 = 10_000;
@@ -547,7 +545,8 @@ impl State {
             self.seen_generation = None;
             return Ok(());
         }
-        check_redb_magic(ctx.path)?;
+        // Another process may be initialising the file right now: only a
+        // handle (which waits for its lock) may look at the contents.
         let db = open_read_only(ctx, &mut self.sync)?;
         // Read under the read lock: a later commit must change it (lease.rs).
         let generation = self.sync.generation();
@@ -1018,21 +1017,6 @@ fn prepare_file(path: &Path) -> Result<()> {
         .map_err(|e| StoreError::io(path, e))
 }
 
-/// A cheap first test that refuses anything that is not a redb file before
-/// redb itself looks at it.
-fn check_redb_magic(path: &Path) -> Result<()> {
-    let mut head = [0u8; REDB_MAGIC.len()];
-    let mut file = fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
-    match file.read_exact(&mut head) {
-        Ok(()) if head == REDB_MAGIC => Ok(()),
-        Ok(()) => Err(StoreError::corrupt(path, "not a redb database")),
-        Err(_) => Err(StoreError::corrupt(
-            path,
-            "file too short to be a redb database",
-        )),
-    }
-}
-
 /// Opens read-only, waiting (like a writer) while a writer holds the file.
 /// A file that needs crash repair cannot be opened read-only; then a write
 /// open (which repairs) serves the refresh instead.
@@ -1249,4 +1233,33 @@ fn decode_change<'a>(record: &'a [u8], path: &Path) -> Result<(i64, &'a str)> {
     let key = std::str::from_utf8(&record[8..])
         .map_err(|_| StoreError::corrupt(path, "a change record is damaged"))?;
     Ok((clock, key))
+}
+
+/// Writes files the test-suite needs and the public API cannot make: a redb
+/// database of another application (`"foreign"`) and a membolt store of a
+/// future schema (`"newer_schema"`). Not part of the API.
+pub fn write_test_fixture(path: &Path, kind: &str) -> Result<()> {
+    const OTHER: TableDefinition<&str, &[u8]> = TableDefinition::new("documents");
+    let db = Database::create(path).map_err(|e| lease::map_database_error(path, e))?;
+    match kind {
+        "foreign" => {
+            let wtx = db.begin_write().map_err(|e| storage(path, e))?;
+            wtx.open_table(OTHER)
+                .map_err(|e| storage(path, e))?
+                .insert("doc", b"not membolt".as_slice())
+                .map_err(|e| storage(path, e))?;
+            wtx.commit().map_err(|e| storage(path, e))?;
+        }
+        "newer_schema" => {
+            initialise(&db, path)?;
+            let wtx = db.begin_write().map_err(|e| storage(path, e))?;
+            wtx.open_table(META)
+                .map_err(|e| storage(path, e))?
+                .insert("schema", (SCHEMA_VERSION + 1).to_le_bytes().as_slice())
+                .map_err(|e| storage(path, e))?;
+            wtx.commit().map_err(|e| storage(path, e))?;
+        }
+        other => return Err(StoreError::invalid(format!("unknown fixture {other:?}"))),
+    }
+    db.close().map_err(|e| lease::map_database_error(path, e))
 }
