@@ -525,6 +525,7 @@ fn truncate(text: &str, limit: usize) -> String {
 /// Test support: writes a file the public API cannot produce (see
 /// `store::write_test_fixture`).
 #[pyfunction]
+#[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
 fn _write_test_fixture(py: Python<'_>, path: PathBuf, kind: &str) -> PyResult<()> {
     store::write_test_fixture(&path, kind).map_err(|e| to_py_err(py, e))
 }
