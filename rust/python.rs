@@ -320,6 +320,12 @@ impl PyStore {
         Ok((total, entries_to_list(py, hits)?))
     }
 
+    /// The keys of the `n` newest entries, newest first.
+    fn newest_keys<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
+        let keys = self.run(py, |s| s.newest_keys(n))?;
+        PyList::new(py, keys.iter().map(|k| &**k))
+    }
+
     fn link(
         &self,
         py: Python<'_>,
@@ -530,6 +536,12 @@ fn _write_test_fixture(py: Python<'_>, path: PathBuf, kind: &str) -> PyResult<()
     store::write_test_fixture(&path, kind).map_err(|e| to_py_err(py, e))
 }
 
+/// BEHAVIOUR §5.4 flattening without XML escaping (memory_search lines).
+#[pyfunction]
+fn flatten_plain(text: &str) -> String {
+    crate::text::flatten_plain(text).into_owned()
+}
+
 /// Closes every lease this process holds (at exit and before `fork`).
 #[pyfunction]
 fn _release_all(py: Python<'_>) {
@@ -547,6 +559,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEntry>()?;
     m.add_class::<PyStore>()?;
     m.add_function(wrap_pyfunction!(truncate, m)?)?;
+    m.add_function(wrap_pyfunction!(flatten_plain, m)?)?;
     m.add_function(wrap_pyfunction!(_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_write_test_fixture, m)?)?;

@@ -288,6 +288,11 @@ impl Store {
         })
     }
 
+    /// The keys of the `n` newest entries, newest first.
+    pub fn newest_keys(&self, n: usize) -> Result<Vec<Arc<str>>> {
+        self.read(|m| m.newest_first().take(n).map(|e| e.key.clone()).collect())
+    }
+
     /// Parents of `key` that exist, in stored order (§3.4).
     pub fn parents(&self, key: &str) -> Result<Vec<Arc<str>>> {
         self.read(|m| {

@@ -1,9 +1,9 @@
 """A child process for the multi-process tests (run as a script).
 
-    store_worker.py write-delete PATH NAME COUNT   write COUNT keys, delete every third
-    store_worker.py write-forever PATH NAME        save keys, printing each one after it returned
-    store_worker.py hold PATH SECONDS              hold the store, print "held", sleep
-    store_worker.py save PATH KEY VALUE            one save
+store_worker.py write-delete PATH NAME COUNT   write COUNT keys, delete every third
+store_worker.py write-forever PATH NAME        save keys, printing each one after it returned
+store_worker.py hold PATH SECONDS              hold the store, print "held", sleep
+store_worker.py save PATH KEY VALUE            one save
 """
 
 from __future__ import annotations

@@ -58,9 +58,12 @@ def project_store_path(
     return base / encode_cwd(project) / STORE_FILE_NAME
 
 
+SaveArgs = tuple[object, object, object, str, object, object, "str | None"]
+
+
 def _save_args(
     key: object, value: object, type: object, namespace: object, references: object
-) -> tuple[object, ...]:
+) -> SaveArgs:
     """The arguments of the core's ``_save``: the Python rules filled in."""
     inferred = classify(key) if isinstance(key, str) else DEFAULT_TYPE
     new_type = type if isinstance(type, str) else inferred

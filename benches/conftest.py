@@ -1,0 +1,1 @@
+"""Benchmarks run only on demand: `pytest benches --benchmark-enable`."""

@@ -1,0 +1,165 @@
+"""The ``membolt`` command: look inside and manage a project's memory.
+
+Every subcommand takes ``--db FILE`` (a store file) or ``--cwd DIR`` (the
+project whose store to use; default: the working directory). Errors print
+one line to stderr and exit with status 1 (2 for a malformed command line);
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import tools
+from .errors import MemboltError
+from .store import MemoryStore, project_store_path
+
+EXIT_ERROR = 1
+
+
+class CommandError(Exception):
+    """A failure to report as one line and exit status 1."""
+
+
+def _store_location(args: argparse.Namespace) -> Path:
+    if getattr(args, "db", None):
+        return Path(args.db)
+    return project_store_path(getattr(args, "cwd", None))
+
+
+def open_store(args: argparse.Namespace) -> MemoryStore:
+    return MemoryStore(_store_location(args), timeout=args.timeout)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ----- subcommands ---------------------------------------------------------
+
+
+def cmd_save(args: argparse.Namespace) -> None:
+    entry = open_store(args).save(args.key, args.value, type=args.type)
+    print(f"saved {tools.quote(entry.key)} [{entry.type}]")
+
+
+def cmd_get(args: argparse.Namespace) -> None:
+    entry = open_store(args).get(args.key)
+    if entry is None:
+        raise CommandError(f"no memory entry {tools.quote(args.key)}")
+    print(entry.value)
+
+
+def cmd_delete(args: argparse.Namespace) -> None:
+    if not open_store(args).delete(args.key):
+        raise CommandError(f"no memory entry {tools.quote(args.key)}")
+    print(f"deleted {tools.quote(args.key)}")
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    for key in open_store(args).keys():
+        print(key)
+
+
+def cmd_search(args: argparse.Namespace) -> None:
+    print(tools.memory_search(open_store(args), {"query": args.query}), end="")
+
+
+def cmd_stats(args: argparse.Namespace) -> None:
+    store = open_store(args)
+    entries = store.entries()
+    path = Path(store.path)
+    size = path.stat().st_size if path.exists() else 0
+    print(f"store:   {path}")
+    print(f"size:    {size} bytes")
+    print(f"entries: {len(entries)}")
+    for entry_type, count in sorted(Counter(e.type or "note" for e in entries).items()):
+        print(f"  {entry_type}: {count}")
+    if entries:
+        oldest = min(entries, key=lambda e: (e.updated_at, e.key))
+        newest = max(entries, key=lambda e: (e.updated_at, e.key))
+        print(f"oldest:  {oldest.key} ({_iso(oldest.updated_at)})")
+        print(f"newest:  {newest.key} ({_iso(newest.updated_at)})")
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    from .demo import run_demo
+
+    run_demo()
+
+
+# ----- parser --------------------------------------------------------------
+
+
+def _location_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """--db/--cwd/--timeout, accepted before or after the subcommand."""
+    default = None if top else argparse.SUPPRESS
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--db", metavar="FILE", default=default, help="the store file to use")
+    where.add_argument(
+        "--cwd",
+        metavar="DIR",
+        default=default,
+        help="use the store of the project at DIR (default: the working directory)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0 if top else argparse.SUPPRESS,
+        help="seconds to wait for another process holding the store (default 5)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="membolt", description="Persistent, project-scoped memory for LLM agents."
+    )
+    _location_options(parser, top=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(
+        name: str, handler: Callable[[argparse.Namespace], None], help_text: str
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        _location_options(sub, top=False)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    save = command("save", cmd_save, "save (or overwrite) one entry")
+    save.add_argument("key")
+    save.add_argument("value")
+    save.add_argument("--type", help="the entry's type (default: inferred from the key)")
+    command("get", cmd_get, "print the value of one entry").add_argument("key")
+    command("delete", cmd_delete, "delete one entry").add_argument("key")
+    command("list", cmd_list, "print every key, sorted")
+    command("search", cmd_search, "case-insensitive substring search").add_argument("query")
+    command("stats", cmd_stats, "entries per type, file size, oldest and newest entry")
+    command("demo", cmd_demo, "a short scripted agent session in a throwaway store")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.handler(args)
+    except (CommandError, MemboltError, ValueError, TypeError, KeyError, OSError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"membolt: error: {message}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # Output piped into `head`: not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
