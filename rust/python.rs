@@ -536,7 +536,7 @@ fn _write_test_fixture(py: Python<'_>, path: PathBuf, kind: &str) -> PyResult<()
     store::write_test_fixture(&path, kind).map_err(|e| to_py_err(py, e))
 }
 
-/// BEHAVIOUR §5.4 flattening without XML escaping (memory_search lines).
+/// BEHAVIOUR §5.4 flattening without XML escaping (`memory_search` lines).
 #[pyfunction]
 fn flatten_plain(text: &str) -> String {
     crate::text::flatten_plain(text).into_owned()
