@@ -1,31 +1,20 @@
-//! Sharing one redb file between processes.
+//! Sharing one redb file between processes: when to open and close it.
 //!
 //! redb locks the whole file while a `Database` is open, so a process may only
 //! keep it open for a short *lease*: from the first call of a burst until the
 //! handle has been idle for a few milliseconds, or until another process asks
-//! for it. Three pieces make that work:
+//! for it (the want flag of the `.sync` sidecar, see `sync.rs`).
 //!
 //! * [`open_database`] retries "already open" with backoff until a deadline,
-//!   sleeping without the GIL (the caller has detached), and raises
-//!   `StoreError::Busy` after it.
-//! * [`SyncFile`], a 16-byte sidecar `<store>.sync`:
-//!   bytes 0..8 hold a *generation*, a random value every writer stores while
-//!   it holds the lock and before it commits; byte 8 is the *want* flag a
-//!   waiting process raises so that the holder lets go at the end of its
-//!   current call. A process whose mirror was built at generation G knows
-//!   nothing was committed since as long as the file still says G, which costs
-//!   one `pread` instead of opening the database. Because the generation
-//!   changes before the commit and only under the lock, a reader that sees the
-//!   new value and then takes the lock always sees the commit.
-//! * The [`Reaper`] thread closes idle leases.
+//!   sleeping without the GIL (the caller has detached), raising the want
+//!   flag, and returns `StoreError::Busy` after the deadline.
+//! * The [`Reaper`] thread closes leases that went idle.
 //!
-//! Nothing here is needed for correctness of the data: redb's own lock and
-//! commit protocol keep the file consistent; this module only decides when to
-//! open and close it and when a mirror must be refreshed.
+//! Nothing here is needed for the consistency of the data: redb's own lock
+//! and commit protocol keep the file consistent; this module only decides
+//! when to open and close it.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -33,6 +22,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, DatabaseError};
 
 use crate::error::{Result, StoreError};
+use crate::sync::SyncFile;
 
 /// How long an unused lease is kept before the reaper closes it.
 pub const DEFAULT_LEASE_IDLE: Duration = Duration::from_millis(5);
@@ -98,88 +88,6 @@ pub(crate) fn map_database_error(path: &Path, error: DatabaseError) -> StoreErro
 /// A little randomness so that processes retrying together spread out.
 fn jitter(base: Duration) -> Duration {
     base + base.mul_f64((random_u64() % 1000) as f64 / 2000.0)
-}
-
-/// The `<store>.sync` sidecar (see the module comment).
-pub(crate) struct SyncFile {
-    path: PathBuf,
-    file: Option<File>,
-}
-
-const SYNC_LEN: usize = 16;
-const WANT_OFFSET: u64 = 8;
-
-impl SyncFile {
-    pub(crate) fn new(store_path: &Path) -> Self {
-        let mut name = store_path.as_os_str().to_owned();
-        name.push(".sync");
-        SyncFile {
-            path: PathBuf::from(name),
-            file: None,
-        }
-    }
-
-    fn file(&mut self) -> Option<&File> {
-        if self.file.is_none() {
-            self.file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&self.path)
-                .ok();
-        }
-        self.file.as_ref()
-    }
-
-    /// The current generation, or `None` when the sidecar cannot be read
-    /// (then every call must refresh: correct, only slower).
-    pub(crate) fn generation(&mut self) -> Option<u64> {
-        let mut buf = [0u8; SYNC_LEN];
-        let file = self.file()?;
-        match file.read_at(&mut buf, 0) {
-            Ok(SYNC_LEN) => Some(u64::from_le_bytes(buf[..8].try_into().ok()?)),
-            // A new, still empty sidecar: nobody wrote since it appeared.
-            Ok(0) => Some(0),
-            _ => None,
-        }
-    }
-
-    /// Whether another process is waiting for the lock.
-    pub(crate) fn wanted(&mut self) -> bool {
-        let mut flag = [0u8; 1];
-        self.file()
-            .is_some_and(|f| matches!(f.read_at(&mut flag, WANT_OFFSET), Ok(1)) && flag[0] != 0)
-    }
-
-    /// Stores a new generation; called with the database lock held, before
-    /// the commit. Returns the value written (or `None` if it failed, in which
-    /// case the caller must not trust its mirror without a refresh).
-    pub(crate) fn bump_generation(&mut self) -> Option<u64> {
-        let generation = random_u64();
-        let mut buf = [0u8; SYNC_LEN];
-        buf[..8].copy_from_slice(&generation.to_le_bytes());
-        let file = self.file()?;
-        // Keep the want byte as it is: a waiter may have raised it.
-        file.write_all_at(&buf[..8], 0).ok()?;
-        if file.metadata().ok()?.len() < SYNC_LEN as u64 {
-            file.write_all_at(&buf[8..], WANT_OFFSET).ok()?;
-        }
-        Some(generation)
-    }
-
-    pub(crate) fn raise_want(&mut self) {
-        if let Some(file) = self.file() {
-            let _ = file.write_all_at(&[1], WANT_OFFSET);
-        }
-    }
-
-    pub(crate) fn clear_want(&mut self) {
-        if let Some(file) = self.file() {
-            let _ = file.write_all_at(&[0], WANT_OFFSET);
-        }
-    }
 }
 
 /// A random 64-bit value without a dependency: std's `RandomState` is seeded

@@ -10,6 +10,7 @@ mod lease;
 pub mod mirror;
 pub mod search;
 pub mod store;
+mod sync;
 pub mod text;
 
 #[cfg(feature = "python")]

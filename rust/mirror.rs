@@ -1,7 +1,7 @@
 //! The in-memory copy of a store, with the indexes every read needs.
 //!
 //! Invariant: outside a write transaction, the mirror equals the committed
-//! contents of the file as of `seq` (the change-log position it has applied).
+//! contents of the file as of the sidecar position its owner recorded.
 //! Every index is updated by [`Mirror::insert`] and [`Mirror::remove`] only, so
 //! they can never disagree with `entries`.
 
@@ -24,8 +24,6 @@ pub struct Mirror {
     /// Identity of the file's contents; a different id means the file was
     /// replaced and the mirror must be rebuilt.
     pub store_id: Vec<u8>,
-    /// The change-log sequence number this mirror has applied.
-    pub seq: u64,
     /// The largest `updated_at` ever given out (BEHAVIOUR §1.3).
     pub clock: i64,
     entries: BTreeMap<Arc<str>, Arc<Entry>>,
@@ -145,15 +143,9 @@ impl Mirror {
     }
 
     /// Builds a mirror from a full scan of the file.
-    pub fn from_entries(
-        entries: Vec<Arc<Entry>>,
-        store_id: Vec<u8>,
-        seq: u64,
-        clock: i64,
-    ) -> Mirror {
+    pub fn from_entries(entries: Vec<Arc<Entry>>, store_id: Vec<u8>, clock: i64) -> Mirror {
         let mut mirror = Mirror {
             store_id,
-            seq,
             clock,
             ..Mirror::default()
         };
@@ -249,7 +241,7 @@ mod tests {
             entry("b", "result", 1, &[]),
             entry("c", "note", 2, &["b"]),
         ];
-        let bulk = Mirror::from_entries(entries.clone(), vec![1], 7, 3);
+        let bulk = Mirror::from_entries(entries.clone(), vec![1], 3);
         let mut incremental = Mirror::default();
         for e in entries {
             incremental.insert(e);
@@ -262,6 +254,5 @@ mod tests {
         assert_eq!(order(&bulk), order(&incremental));
         assert_eq!(bulk.newest_of_type("note").unwrap().key.as_ref(), "a");
         assert_eq!(bulk.children("b").count(), 1);
-        assert_eq!(bulk.seq, 7);
     }
 }

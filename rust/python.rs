@@ -564,6 +564,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_write_test_fixture, m)?)?;
     m.add("SCHEMA_VERSION", store::SCHEMA_VERSION)?;
+    // Benchmarks refuse to report figures of an unoptimised build.
+    m.add("DEBUG_BUILD", cfg!(debug_assertions))?;
     m.add("MAX_KEY_BYTES", store::MAX_KEY_BYTES)?;
     m.add("TOOL_RESULT_CAP", store::TOOL_RESULT_CAP)?;
     m.add("THINKING_CAP", store::THINKING_CAP)?;

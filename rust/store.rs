@@ -3,19 +3,20 @@
 //!
 //! # File layout (schema 1)
 //! * `meta` (`&str -> &[u8]`): `format` = `membolt`, `schema` (u64 LE),
-//!   `store_id` (16 random bytes, new for every new file), `log_floor`
-//!   (u64 LE: change records up to this sequence number were pruned).
+//!   `store_id` (16 random bytes, new for every new file), `clock` (i64 LE,
+//!   written by transactions that delete: the newest stamp may then be gone,
+//!   and the clock must never go back).
 //! * `entries` (`&str -> &[u8]`): key -> [`Entry::encode`].
-//! * `changes` (`u64 -> &[u8]`): sequence number -> clock (i64 LE) + key,
-//!   one record per written or deleted key. The last record holds the store's
-//!   sequence number and logical clock, so a commit touches two tables only.
+//!
+//! A save commits to `entries` alone: every extra table is another B-tree
+//! path to rewrite and flush on every commit.
 //!
 //! # Reading and writing
 //! Reads are served from the mirror. It is known fresh while this process
-//! holds the write lease, or while the `.sync` generation is the one it last
-//! saw (see `lease.rs`); otherwise the file is opened read-only (cheap, and it
-//! excludes writers while open) and the change records since the mirror's
-//! sequence number are applied: O(changes), not O(store).
+//! holds the write lease, or while the `.sync` sidecar's position is the one
+//! it last saw (see `sync.rs`); otherwise the file is opened read-only
+//! (cheap, and it excludes writers while open) and the keys the sidecar says
+//! changed since are re-read: O(changes), not O(store).
 //!
 //! Writes take the write lease, catch up, then run one redb write transaction
 //! in which every changed key is written and logged and the mirror is updated
@@ -38,20 +39,17 @@ use redb::{
 
 use crate::entry::Entry;
 use crate::error::{Result, StoreError};
-use crate::lease::{self, LeaseHolder, SyncFile};
+use crate::lease::{self, LeaseHolder};
 use crate::mirror::Mirror;
 use crate::search;
+use crate::sync::{Position, SyncFile};
 
 const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
-const CHANGES: TableDefinition<u64, &[u8]> = TableDefinition::new("changes");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 /// The schema this version writes and the newest it reads.
 pub const SCHEMA_VERSION: u64 = 1;
 const FORMAT_MARKER: &[u8] = b"membolt";
-/// Change records kept for processes catching up; older ones are pruned in
-/// chunks once twice as many exist. A mirror older than that reloads fully.
-const LOG_KEEP: u64 = 10_000;
 
 /// BEHAVIOUR §1.5.
 pub const MAX_KEY_BYTES: usize = 1024;
@@ -139,8 +137,8 @@ struct Shared {
 struct State {
     lease: Option<Lease>,
     sync: SyncFile,
-    /// The `.sync` generation at which `mirror` was known to be fresh.
-    seen_generation: Option<u64>,
+    /// The sidecar position at which `mirror` was known to be fresh.
+    seen: Option<Position>,
     mirror: Option<Mirror>,
     /// Set once this process has checked the file is a membolt store of a
     /// schema it reads (or created it).
@@ -191,7 +189,7 @@ impl Store {
                 state: Mutex::new(State {
                     lease: None,
                     sync: SyncFile::new(&path),
-                    seen_generation: None,
+                    seen: None,
                     mirror: None,
                     verified: false,
                     holds: 0,
@@ -473,7 +471,7 @@ impl Store {
         let result = outcome.unwrap_or_else(|panic| {
             // The mirror may be half-updated; drop it and the lease.
             state.mirror = None;
-            state.seen_generation = None;
+            state.seen = None;
             state.verified = false;
             state.release();
             Err(StoreError::corrupt(ctx.path, panic_message(&panic)))
@@ -526,41 +524,35 @@ pub fn forget_inherited_leases() {
             std::mem::forget(lease);
         }
         state.holds = 0;
-        state.seen_generation = None;
+        state.seen = None;
     }
 }
 
 impl State {
-    /// Makes the mirror match the file, opening it read-only if the sync
-    /// generation moved (or was never seen).
+    /// Makes the mirror match the file, opening it read-only if the sidecar
+    /// position moved (or was never seen).
     fn ensure_fresh(&mut self, ctx: &CallContext<'_>) -> Result<()> {
         if self.lease.is_some() && self.mirror.is_some() {
             return Ok(()); // nobody else can commit while we hold the lock
         }
-        if self.mirror.is_some()
-            && self.seen_generation.is_some()
-            && self.sync.generation() == self.seen_generation
-        {
+        if self.mirror.is_some() && self.seen.is_some() && self.sync.position() == self.seen {
             return Ok(());
         }
         if !store_file_has_data(ctx.path)? {
             // Nothing on disk (yet, or any more): an empty store. Reading it
             // creates no file.
             self.mirror = Some(Mirror::default());
-            self.seen_generation = None;
+            self.seen = None;
             return Ok(());
         }
         // Another process may be initialising the file right now: only a
         // handle (which waits for its lock) may look at the contents.
         let db = open_read_only(ctx, &mut self.sync)?;
-        // Read under the read lock: a later commit must change it (lease.rs).
-        let generation = self.sync.generation();
         if !self.verified {
             self.mirror = None; // load the whole file, checking every record
         }
-        catch_up(&db, &mut self.mirror, ctx.path)?;
+        self.catch_up(&db, ctx.path)?;
         self.verified = true;
-        self.seen_generation = generation;
         Ok(())
     }
 
@@ -609,8 +601,48 @@ impl State {
             self.verified = true;
             self.mirror = None;
         }
-        self.seen_generation = self.sync.generation();
-        catch_up(&lease.db, &mut self.mirror, path)
+        // With the write lock held, nobody else can be writing the sidecar.
+        self.sync.initialise();
+        self.catch_up(&lease.db, path)
+    }
+
+    /// Brings the mirror up to the file's state, with a redb handle held (so
+    /// no writer runs): re-reads the keys the sidecar says changed since the
+    /// mirror's position, or rebuilds the mirror when it cannot tell (no
+    /// mirror yet, another file, a new or overrun sidecar).
+    fn catch_up(&mut self, db: &impl BeginRead, path: &Path) -> Result<()> {
+        let now = self.sync.position();
+        let rtx = db.read_txn().map_err(|e| storage(path, e))?;
+        let meta = read_meta(&rtx, path)?;
+        let entries = rtx.open_table(ENTRIES).map_err(|e| storage(path, e))?;
+        let changed = match (&self.mirror, self.seen, now) {
+            (Some(mirror), Some(seen), Some(now)) if mirror.store_id == meta.store_id => {
+                self.sync.changed_keys(seen, now)
+            }
+            _ => None,
+        };
+        if let (Some(keys), Some(mirror)) = (changed, self.mirror.as_mut()) {
+            for key in keys {
+                match entries.get(key.as_str()).map_err(|e| storage(path, e))? {
+                    Some(bytes) => {
+                        mirror.insert(Arc::new(decode_entry(&key, bytes.value(), path)?));
+                    }
+                    None => {
+                        mirror.remove(&key);
+                    }
+                }
+            }
+            mirror.clock = mirror.clock.max(meta.clock);
+        } else {
+            let mut all = Vec::with_capacity(entries.len().map_err(|e| storage(path, e))? as usize);
+            for item in entries.iter().map_err(|e| storage(path, e))? {
+                let (key, bytes) = item.map_err(|e| storage(path, e))?;
+                all.push(Arc::new(decode_entry(key.value(), bytes.value(), path)?));
+            }
+            self.mirror = Some(Mirror::from_entries(all, meta.store_id, meta.clock));
+        }
+        self.seen = now;
+        Ok(())
     }
 
     /// Runs `op` in one write transaction and commits it (see module docs).
@@ -619,33 +651,36 @@ impl State {
             lease,
             mirror,
             sync,
-            seen_generation,
+            seen,
             ..
         } = self;
         let lease = lease.as_mut().expect("commit runs with the lease");
         let mirror = mirror.as_mut().expect("the lease comes with a mirror");
         lease.last_used = Instant::now();
-        let saved = (mirror.seq, mirror.clock);
+        let saved_clock = mirror.clock;
         let wtx = lease.db.begin_write().map_err(|e| storage(path, e))?;
         let mut undo = Vec::new();
         let outcome = (|| {
             let mut txn = Txn {
                 entries: wtx.open_table(ENTRIES).map_err(|e| storage(path, e))?,
-                changes: wtx.open_table(CHANGES).map_err(|e| storage(path, e))?,
                 mirror: &mut *mirror,
                 undo: &mut undo,
+                deleted: false,
                 path,
             };
             let value = op(&mut txn)?;
-            if !txn.undo.is_empty() {
-                txn.prune_change_log(&wtx)?;
+            if txn.deleted {
+                // The newest stamp may be gone with the deleted entry.
+                let mut meta = wtx.open_table(META).map_err(|e| storage(path, e))?;
+                meta.insert("clock", txn.mirror.clock.to_le_bytes().as_slice())
+                    .map_err(|e| storage(path, e))?;
             }
             Ok(value)
         })();
         let value = match outcome {
             Ok(value) => value,
             Err(error) => {
-                mirror.roll_back(undo, saved);
+                mirror.roll_back(undo, saved_clock);
                 drop(wtx); // aborts
                 return Err(error);
             }
@@ -654,16 +689,20 @@ impl State {
             drop(wtx); // nothing changed: nothing to commit
             return Ok(value);
         }
-        // The generation moves before the commit, under the lock: see lease.rs.
-        let generation = sync.bump_generation();
+        // Announce the change before it becomes visible, under the lock (see
+        // sync.rs); without a usable sidecar, the next read refreshes fully.
+        let mut changed: Vec<&str> = undo.iter().map(|(key, _)| &**key).collect();
+        changed.sort_unstable();
+        changed.dedup();
+        let position = seen.and_then(|from| sync.append(from, changed));
         match wtx.commit() {
             Ok(()) => {
-                *seen_generation = generation;
+                *seen = position;
                 lease.last_used = Instant::now();
                 Ok(value)
             }
             Err(error) => {
-                mirror.roll_back(undo, saved);
+                mirror.roll_back(undo, saved_clock);
                 Err(storage(path, error))
             }
         }
@@ -696,9 +735,10 @@ impl State {
 /// The write-side view of one transaction: tables, mirror and undo log.
 pub struct Txn<'a> {
     entries: redb::Table<'a, &'static str, &'static [u8]>,
-    changes: redb::Table<'a, u64, &'static [u8]>,
     mirror: &'a mut Mirror,
     undo: &'a mut Vec<(Arc<str>, Option<Arc<Entry>>)>,
+    /// Whether an entry was deleted (then the clock goes to `meta`).
+    deleted: bool,
     path: &'a Path,
 }
 
@@ -710,17 +750,6 @@ impl Txn<'_> {
         stamp
     }
 
-    fn log(&mut self, key: &str) -> Result<()> {
-        self.mirror.seq += 1;
-        let mut record = Vec::with_capacity(8 + key.len());
-        record.extend_from_slice(&self.mirror.clock.to_le_bytes());
-        record.extend_from_slice(key.as_bytes());
-        self.changes
-            .insert(self.mirror.seq, record.as_slice())
-            .map_err(|e| storage(self.path, e))?;
-        Ok(())
-    }
-
     fn put(&mut self, entry: Entry) -> Result<Arc<Entry>> {
         // Imports may carry stamps beyond the clock; the clock never goes back.
         self.mirror.clock = self.mirror.clock.max(entry.updated_at);
@@ -728,7 +757,6 @@ impl Txn<'_> {
         self.entries
             .insert(&*entry.key, bytes.as_slice())
             .map_err(|e| storage(self.path, e))?;
-        self.log(&entry.key)?;
         let entry = Arc::new(entry);
         let previous = self.mirror.insert(entry.clone());
         self.undo.push((entry.key.clone(), previous));
@@ -742,7 +770,7 @@ impl Txn<'_> {
         self.entries
             .remove(key)
             .map_err(|e| storage(self.path, e))?;
-        self.log(key)?;
+        self.deleted = true;
         let previous = self.mirror.remove(key);
         self.undo.push((Arc::from(key), previous.clone()));
         Ok(previous)
@@ -879,35 +907,11 @@ impl Txn<'_> {
         }
         Ok(())
     }
-
-    /// Drops old change records once there are twice `LOG_KEEP` of them.
-    fn prune_change_log(&mut self, wtx: &redb::WriteTransaction) -> Result<()> {
-        let path = self.path;
-        let mut meta = wtx.open_table(META).map_err(|e| storage(path, e))?;
-        let floor = read_u64(&meta, "log_floor", path)?.unwrap_or(0);
-        if self.mirror.seq.saturating_sub(floor) <= 2 * LOG_KEEP {
-            return Ok(());
-        }
-        let new_floor = self.mirror.seq - LOG_KEEP;
-        let stale: Vec<u64> = self
-            .changes
-            .range(..=new_floor)
-            .map_err(|e| storage(path, e))?
-            .map(|item| item.map(|(seq, _)| seq.value()))
-            .collect::<Result<_, _>>()
-            .map_err(|e| storage(path, e))?;
-        for seq in stale {
-            self.changes.remove(seq).map_err(|e| storage(path, e))?;
-        }
-        meta.insert("log_floor", new_floor.to_le_bytes().as_slice())
-            .map_err(|e| storage(path, e))?;
-        Ok(())
-    }
 }
 
 impl Mirror {
     /// Undoes a failed transaction's changes, newest first.
-    fn roll_back(&mut self, undo: Vec<(Arc<str>, Option<Arc<Entry>>)>, saved: (u64, i64)) {
+    fn roll_back(&mut self, undo: Vec<(Arc<str>, Option<Arc<Entry>>)>, saved_clock: i64) {
         for (key, previous) in undo.into_iter().rev() {
             match previous {
                 Some(entry) => {
@@ -918,7 +922,7 @@ impl Mirror {
                 }
             }
         }
-        (self.seq, self.clock) = saved;
+        self.clock = saved_clock;
     }
 }
 
@@ -1097,20 +1101,19 @@ fn initialise(db: &Database, path: &Path) -> Result<()> {
             ("format", FORMAT_MARKER.to_vec()),
             ("schema", SCHEMA_VERSION.to_le_bytes().to_vec()),
             ("store_id", store_id),
-            ("log_floor", 0u64.to_le_bytes().to_vec()),
         ] {
             meta.insert(name, value.as_slice())
                 .map_err(|e| storage(path, e))?;
         }
         wtx.open_table(ENTRIES).map_err(|e| storage(path, e))?;
-        wtx.open_table(CHANGES).map_err(|e| storage(path, e))?;
     }
     wtx.commit().map_err(|e| storage(path, e))
 }
 
 struct Meta {
     store_id: Vec<u8>,
-    log_floor: u64,
+    /// The persisted clock (`i64::MIN` until a transaction deleted something).
+    clock: i64,
 }
 
 fn read_u64(
@@ -1166,78 +1169,13 @@ fn read_meta(rtx: &redb::ReadTransaction, path: &Path) -> Result<Meta> {
         .map_err(|e| storage(path, e))?
         .map(|v| v.value().to_vec())
         .ok_or_else(|| StoreError::corrupt(path, "no store id"))?;
-    let log_floor = read_u64(&meta, "log_floor", path)?.unwrap_or(0);
-    Ok(Meta {
-        store_id,
-        log_floor,
-    })
-}
-
-/// Brings `mirror` up to the file's state: applies the change records it has
-/// not seen, or rebuilds it when it cannot (none yet, another file, records
-/// pruned past it).
-fn catch_up(db: &impl BeginRead, mirror: &mut Option<Mirror>, path: &Path) -> Result<()> {
-    let rtx = db.read_txn().map_err(|e| storage(path, e))?;
-    let meta = read_meta(&rtx, path)?;
-    let changes = rtx.open_table(CHANGES).map_err(|e| storage(path, e))?;
-    let (last_seq, clock) = match changes.last().map_err(|e| storage(path, e))? {
-        Some((seq, record)) => (seq.value(), decode_change(record.value(), path)?.0),
-        None => (0, i64::MIN),
-    };
-    let entries = rtx.open_table(ENTRIES).map_err(|e| storage(path, e))?;
-    if let Some(current) = mirror.as_mut()
-        && current.store_id == meta.store_id
-        && current.seq >= meta.log_floor
-        && current.seq <= last_seq
-    {
-        if current.seq == last_seq {
-            return Ok(());
-        }
-        let mut keys = BTreeSet::new();
-        for item in changes
-            .range(current.seq + 1..=last_seq)
-            .map_err(|e| storage(path, e))?
-        {
-            let (_, record) = item.map_err(|e| storage(path, e))?;
-            keys.insert(decode_change(record.value(), path)?.1.to_string());
-        }
-        for key in keys {
-            match entries.get(key.as_str()).map_err(|e| storage(path, e))? {
-                Some(bytes) => {
-                    let entry = decode_entry(&key, bytes.value(), path)?;
-                    current.insert(Arc::new(entry));
-                }
-                None => {
-                    current.remove(&key);
-                }
-            }
-        }
-        current.seq = last_seq;
-        current.clock = current.clock.max(clock);
-        return Ok(());
-    }
-    let mut all = Vec::with_capacity(entries.len().map_err(|e| storage(path, e))? as usize);
-    for item in entries.iter().map_err(|e| storage(path, e))? {
-        let (key, bytes) = item.map_err(|e| storage(path, e))?;
-        all.push(Arc::new(decode_entry(key.value(), bytes.value(), path)?));
-    }
-    *mirror = Some(Mirror::from_entries(all, meta.store_id, last_seq, clock));
-    Ok(())
+    let clock = read_u64(&meta, "clock", path)?.map_or(i64::MIN, |c| c as i64);
+    Ok(Meta { store_id, clock })
 }
 
 fn decode_entry(key: &str, bytes: &[u8], path: &Path) -> Result<Entry> {
     Entry::decode(key, bytes)
         .map_err(|e| StoreError::corrupt(path, format!("entry {key:?} is damaged: {e}")))
-}
-
-fn decode_change<'a>(record: &'a [u8], path: &Path) -> Result<(i64, &'a str)> {
-    if record.len() < 8 {
-        return Err(StoreError::corrupt(path, "a change record is damaged"));
-    }
-    let clock = i64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
-    let key = std::str::from_utf8(&record[8..])
-        .map_err(|_| StoreError::corrupt(path, "a change record is damaged"))?;
-    Ok((clock, key))
 }
 
 /// Writes files the test-suite needs and the public API cannot make: a redb

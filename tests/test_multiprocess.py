@@ -170,3 +170,43 @@ def test_forked_child_uses_the_store_safely(store_path: Path) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert store.keys() == ["child", "parent"]
+
+
+def run_child(code: str, path: Path) -> None:
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+
+
+def test_reader_far_behind_rebuilds_its_mirror(store_path: Path) -> None:
+    reader = MemoryStore(store_path)
+    reader.save("first", "1")
+    membolt._core._release_all()
+    # More changes than the sidecar's ring holds (1 MiB of change records).
+    run_child(
+        "import sys, membolt\n"
+        "s = membolt.MemoryStore(sys.argv[1])\n"
+        "for n in range(6):\n"
+        "    s.save_many([(f'bulk:{n}:{i:05d}:' + 'k' * 40, 'v') for i in range(10000)],"
+        " caps=False)\n"
+        "s.delete('first')\n",
+        store_path,
+    )
+    assert len(reader) == 60_000
+    assert reader.get("first") is None
+
+
+def test_lost_sidecar_means_a_rebuild_not_a_stale_view(store_path: Path) -> None:
+    reader = MemoryStore(store_path)
+    reader.save("a", "1")
+    membolt._core._release_all()
+    Path(f"{store_path}.sync").unlink()
+    run_child(
+        "import sys, membolt; s = membolt.MemoryStore(sys.argv[1]); s.save('b', '2')",
+        store_path,
+    )
+    assert reader.keys() == ["a", "b"]
+    Path(f"{store_path}.sync").write_bytes(b"garbage")
+    run_child(
+        "import sys, membolt; s = membolt.MemoryStore(sys.argv[1]); s.delete('a')",
+        store_path,
+    )
+    assert reader.keys() == ["b"]

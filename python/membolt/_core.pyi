@@ -7,6 +7,7 @@ from typing import Any, Final, final
 from typing_extensions import disjoint_base
 
 SCHEMA_VERSION: Final[int]
+DEBUG_BUILD: Final[bool]
 MAX_KEY_BYTES: Final[int]
 TOOL_RESULT_CAP: Final[int]
 THINKING_CAP: Final[int]

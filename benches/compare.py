@@ -1,0 +1,274 @@
+"""Side-by-side store benchmark: membolt against the alternatives a user has.
+
+    python benches/compare.py                 # 1k, 10k and 100k entries
+    python benches/compare.py --sizes 1000    # quicker
+
+Baselines, measured in the same run on the same data: stdlib ``sqlite3``
+(WAL, ``synchronous=FULL``, ``LIKE`` search) and a Python dict scanned over
+lowercased text. Figures are p50 (median) times; ratios are what to compare,
+since absolute times drift between runs and machines. Needs a release build
+(``maturin develop --release``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import membolt
+from membolt import MemoryStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+from workload import Workload  # noqa: E402
+
+BUILD_CHUNK = 10_000
+
+
+def p50(run: Callable[[int], object], repeat: int) -> float:
+    """Median wall time of ``run(i)`` in milliseconds."""
+    times = []
+    for i in range(repeat):
+        start = time.perf_counter_ns()
+        run(i)
+        times.append(time.perf_counter_ns() - start)
+    return statistics.median(times) / 1e6
+
+
+def build_membolt(path: Path, workload: Workload) -> MemoryStore:
+    store = MemoryStore(path)
+    chunk: list[tuple[str, str]] = []
+    for item in workload.entries():
+        chunk.append(item)
+        if len(chunk) == BUILD_CHUNK:
+            store.save_many(chunk, caps=False)
+            chunk = []
+    if chunk:
+        store.save_many(chunk, caps=False)
+    return store
+
+
+def build_sqlite(path: Path, workload: Workload) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE memory (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("BEGIN")
+    db.executemany("INSERT INTO memory VALUES (?, ?)", workload.entries())
+    db.execute("COMMIT")
+    return db
+
+
+def sqlite_save(db: sqlite3.Connection, key: str, value: str) -> None:
+    db.execute("BEGIN")
+    db.execute("INSERT OR REPLACE INTO memory VALUES (?, ?)", (key, value))
+    db.execute("COMMIT")
+
+
+def dict_search(index: dict[str, tuple[str, str]], query: str) -> list[str]:
+    needle = query.lower()
+    return [key for key, (k, v) in index.items() if needle in k or needle in v]
+
+
+CONCURRENT_WRITER = """
+import sys, membolt
+store = membolt.MemoryStore(sys.argv[1], timeout=120)
+for i in range(int(sys.argv[3])):
+    store.save(f"{sys.argv[2]}:{i}", "concurrent write " * 12)
+"""
+
+CONCURRENT_SQLITE_WRITER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=120)
+db.execute("PRAGMA synchronous=FULL")
+for i in range(int(sys.argv[3])):
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT OR REPLACE INTO memory VALUES (?, ?)", (f"{sys.argv[2]}:{i}", "concurrent write " * 12))
+    db.execute("COMMIT")
+"""
+
+
+def concurrent_throughput(script: str, path: Path, processes: int, saves: int) -> float:
+    """Saves per second of `processes` writers started together."""
+    start = time.perf_counter()
+    workers = [
+        subprocess.Popen([sys.executable, "-c", script, str(path), f"w{n}", str(saves)])
+        for n in range(processes)
+    ]
+    for worker in workers:
+        if worker.wait() != 0:
+            raise RuntimeError("a concurrent writer failed")
+    return processes * saves / (time.perf_counter() - start)
+
+
+def measure(size: int, directory: Path) -> list[tuple[str, str, float, str, float]]:
+    """Rows of (operation, membolt figure, baseline name, baseline figure)."""
+    workload = Workload(size)
+    items = list(workload.entries())
+    queries = workload.queries()
+    rows: list[tuple[str, str, float, str, float]] = []
+
+    store_path = directory / f"membolt-{size}.redb"
+    store = build_membolt(store_path, workload)
+    db = build_sqlite(directory / f"sqlite-{size}.db", workload)
+    lowered = {key: (key.lower(), value.lower()) for key, value in items}
+
+    # Durable save of a new key: one transaction with an fsync each.
+    value = items[0][1]
+    rows.append(
+        (
+            "save (durable) p50 ms",
+            "membolt",
+            p50(lambda i: store.save(f"bench:new-{i}", value), 300),
+            "sqlite WAL FULL",
+            p50(lambda i: sqlite_save(db, f"bench:new-{i}", value), 300),
+        )
+    )
+    keys = [key for key, _ in items]
+    rows.append(
+        (
+            "get p50 ms",
+            "membolt",
+            p50(lambda i: store.get(keys[(i * 7919) % size]), 5000),
+            "sqlite PK lookup",
+            p50(
+                lambda i: db.execute(
+                    "SELECT value FROM memory WHERE key = ?", (keys[(i * 7919) % size],)
+                ).fetchone(),
+                5000,
+            ),
+        )
+    )
+    repeat = max(20, min(400, 4_000_000 // size))
+    membolt_search = p50(lambda i: store.search(queries[i % len(queries)]), repeat)
+    rows.append(
+        (
+            "search p50 ms",
+            "membolt",
+            membolt_search,
+            "python dict scan",
+            p50(lambda i: dict_search(lowered, queries[i % len(queries)]), repeat),
+        )
+    )
+    rows.append(
+        (
+            "search p50 ms",
+            "membolt",
+            membolt_search,
+            "sqlite LIKE",
+            p50(
+                lambda i: db.execute(
+                    "SELECT key FROM memory WHERE key LIKE ?1 OR value LIKE ?1",
+                    (f"%{queries[i % len(queries)]}%",),
+                ).fetchall(),
+                max(10, repeat // 4),
+            ),
+        )
+    )
+
+    # Open a closed store and search: a fresh process does exactly this.
+    store.close()
+    del store
+    gc.collect()
+    membolt._core._release_all()
+    opens = []
+    for _ in range(5):
+        start = time.perf_counter_ns()
+        reopened = MemoryStore(store_path)
+        reopened.search(queries[0])
+        opens.append(time.perf_counter_ns() - start)
+        reopened.close()
+        del reopened
+        gc.collect()
+    sqlite_opens = []
+    for _ in range(5):
+        start = time.perf_counter_ns()
+        conn = sqlite3.connect(directory / f"sqlite-{size}.db")
+        conn.execute(
+            "SELECT key FROM memory WHERE key LIKE ?1 OR value LIKE ?1", (f"%{queries[0]}%",)
+        ).fetchall()
+        sqlite_opens.append(time.perf_counter_ns() - start)
+        conn.close()
+    rows.append(
+        (
+            "open + first search ms",
+            "membolt",
+            statistics.median(opens) / 1e6,
+            "sqlite open + LIKE",
+            statistics.median(sqlite_opens) / 1e6,
+        )
+    )
+    db.close()
+    return rows
+
+
+def format_table(rows: Iterable[tuple[int, str, str, float, str, float]]) -> str:
+    lines = [
+        "| operation | entries | membolt | baseline | baseline figure | membolt vs baseline |",
+        "|---|---:|---:|---|---:|---:|",
+    ]
+    for size, operation, _, ours, baseline, theirs in rows:
+        if "per second" in operation:
+            ratio = f"{ours / theirs:.2f}× the throughput"
+        elif ours <= theirs:
+            ratio = f"{theirs / ours:.1f}× faster"
+        else:
+            ratio = f"{ours / theirs:.2f}× the time"
+        lines.append(
+            f"| {operation} | {size:,} | {ours:.4g} | {baseline} | {theirs:.4g} | {ratio} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--saves", type=int, default=500)
+    args = parser.parse_args()
+    if membolt._core.DEBUG_BUILD:
+        sys.exit("compare.py: build the release extension first: maturin develop --release")
+    table: list[tuple[int, str, str, float, str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="membolt-bench-") as tmp:
+        directory = Path(tmp)
+        for size in (int(s) for s in args.sizes.split(",")):
+            print(f"measuring {size:,} entries ...", file=sys.stderr)
+            table.extend((size, *row) for row in measure(size, directory))
+        print(f"concurrent writers: {args.processes} × {args.saves} ...", file=sys.stderr)
+        ours = concurrent_throughput(
+            CONCURRENT_WRITER, directory / "concurrent.redb", args.processes, args.saves
+        )
+        sqlite_path = directory / "concurrent.db"
+        build_sqlite(sqlite_path, Workload(0)).close()
+        theirs = concurrent_throughput(
+            CONCURRENT_SQLITE_WRITER, sqlite_path, args.processes, args.saves
+        )
+        check = MemoryStore(directory / "concurrent.redb")
+        present = len(check)
+        table.append(
+            (
+                0,
+                f"{args.processes} processes × {args.saves} saves, per second",
+                "membolt",
+                ours,
+                "sqlite WAL FULL",
+                theirs,
+            )
+        )
+    print(format_table(table))
+    print(
+        f"\n{present} of {args.processes * args.saves} concurrent saves present afterwards; "
+        f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+//! The `<store>.sync` sidecar: how processes sharing a store learn what the
+//! others changed, without reading the whole store and without a second redb
+//! table written by every commit.
+//!
+//! ```text
+//! offset  size
+//!      0     8  magic "mbsync01"
+//!      8     1  want flag: a process waiting for the lock sets it; the holder
+//!               lets go at the end of its current call and clears it
+//!     16     8  ring id: random, chosen when the sidecar is (re)initialised
+//!     24     8  seq: number of change records ever appended
+//!     32     8  head: number of ring bytes ever written
+//!     64  1 MiB ring of records: seq (u64) | key length (u32) | key bytes
+//! ```
+//!
+//! Invariants that make it safe:
+//! * Records, seq and head are written only by the holder of redb's write
+//!   lock, *before* it commits; readers parse them only while holding a redb
+//!   handle (which excludes writers). So a reader never sees a half-written
+//!   record, and a commit is always announced before it becomes visible.
+//! * A record only says "this key may have changed": the reader re-reads the
+//!   key from redb. A writer that dies between announcing and committing
+//!   costs a needless re-read, never a wrong mirror.
+//! * The sidecar is never flushed to disk: it is shared through the page
+//!   cache among live processes, and after a machine crash no mirror survives
+//!   anyway. If it is lost, damaged or overwritten past what a reader has
+//!   seen, the reader rebuilds its mirror from redb.
+//! * The lock-free freshness check (`position()` equal to the one the mirror
+//!   was built at) is sound because seq moves before every commit.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"mbsync01";
+const WANT_OFFSET: u64 = 8;
+const POSITION_OFFSET: u64 = 16;
+const HEADER_LEN: u64 = 64;
+/// Ring capacity: about 25,000 changes of typical keys. A process that falls
+/// further behind rebuilds its mirror instead.
+pub(crate) const RING_LEN: u64 = 1 << 20;
+const RECORD_HEADER: usize = 12;
+
+/// Where the change log stood when a mirror was last brought up to date.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Position {
+    ring_id: u64,
+    seq: u64,
+    head: u64,
+}
+
+/// The sidecar of one store file.
+pub(crate) struct SyncFile {
+    path: PathBuf,
+    file: Option<File>,
+    /// Inode of `file`: a sidecar deleted or replaced behind our back must
+    /// not keep us reading the old one.
+    inode: u64,
+}
+
+impl SyncFile {
+    pub(crate) fn new(store_path: &Path) -> Self {
+        let mut name = store_path.as_os_str().to_owned();
+        name.push(".sync");
+        SyncFile {
+            path: PathBuf::from(name),
+            file: None,
+            inode: 0,
+        }
+    }
+
+    fn file(&mut self) -> Option<&File> {
+        let on_disk = std::fs::metadata(&self.path).ok().map(|m| m.ino());
+        if self.file.is_none() || on_disk != Some(self.inode) {
+            self.file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&self.path)
+                .ok();
+            self.inode = match &self.file {
+                Some(file) => file.metadata().ok()?.ino(),
+                None => 0,
+            };
+        }
+        self.file.as_ref()
+    }
+
+    /// The current position, or `None` when the sidecar is missing, not yet
+    /// initialised, or unreadable (every such case means "refresh").
+    pub(crate) fn position(&mut self) -> Option<Position> {
+        let mut header = [0u8; 40];
+        let file = self.file()?;
+        if file.read_at(&mut header, 0).ok()? != header.len() || &header[..8] != MAGIC {
+            return None;
+        }
+        let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
+        let position = Position {
+            ring_id: word(16),
+            seq: word(24),
+            head: word(32),
+        };
+        (position.ring_id != 0).then_some(position)
+    }
+
+    /// Makes sure the sidecar is initialised; called with the write lock.
+    pub(crate) fn initialise(&mut self) -> Option<Position> {
+        if let Some(position) = self.position() {
+            return Some(position);
+        }
+        let position = Position {
+            ring_id: crate::lease::random_u64() | 1,
+            seq: 0,
+            head: 0,
+        };
+        let mut header = [0u8; HEADER_LEN as usize];
+        header[..8].copy_from_slice(MAGIC);
+        header[16..24].copy_from_slice(&position.ring_id.to_le_bytes());
+        let file = self.file()?;
+        file.set_len(HEADER_LEN + RING_LEN).ok()?;
+        file.write_all_at(&header, 0).ok()?;
+        Some(position)
+    }
+
+    /// Appends one record per key after `from` (the current position, which
+    /// the caller holds the write lock for) and returns the new position.
+    pub(crate) fn append<'k>(
+        &mut self,
+        from: Position,
+        keys: impl IntoIterator<Item = &'k str>,
+    ) -> Option<Position> {
+        let mut records = Vec::new();
+        let mut seq = from.seq;
+        for key in keys {
+            seq += 1;
+            records.extend_from_slice(&seq.to_le_bytes());
+            records.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            records.extend_from_slice(key.as_bytes());
+        }
+        let file = self.file()?;
+        write_ring(file, from.head, &records)?;
+        let to = Position {
+            ring_id: from.ring_id,
+            seq,
+            head: from.head + records.len() as u64,
+        };
+        let mut position = [0u8; 24];
+        position[..8].copy_from_slice(&to.ring_id.to_le_bytes());
+        position[8..16].copy_from_slice(&to.seq.to_le_bytes());
+        position[16..24].copy_from_slice(&to.head.to_le_bytes());
+        file.write_all_at(&position, POSITION_OFFSET).ok()?;
+        Some(to)
+    }
+
+    /// The keys changed between two positions, or `None` when the ring can
+    /// no longer tell (another ring, overwritten, damaged): rebuild instead.
+    pub(crate) fn changed_keys(&mut self, since: Position, now: Position) -> Option<Vec<String>> {
+        if since.ring_id != now.ring_id || now.seq < since.seq || now.head < since.head {
+            return None;
+        }
+        let span = now.head - since.head;
+        if span > RING_LEN {
+            return None;
+        }
+        let mut bytes = vec![0u8; span as usize];
+        read_ring(self.file()?, since.head, &mut bytes)?;
+        let mut keys = Vec::new();
+        let mut expected = since.seq;
+        let mut at = 0;
+        while at < bytes.len() {
+            let header = bytes.get(at..at + RECORD_HEADER)?;
+            let seq = u64::from_le_bytes(header[..8].try_into().ok()?);
+            let len = u32::from_le_bytes(header[8..].try_into().ok()?) as usize;
+            expected += 1;
+            if seq != expected {
+                return None;
+            }
+            let key = bytes.get(at + RECORD_HEADER..at + RECORD_HEADER + len)?;
+            keys.push(String::from_utf8(key.to_vec()).ok()?);
+            at += RECORD_HEADER + len;
+        }
+        (expected == now.seq).then_some(keys)
+    }
+
+    /// Whether another process is waiting for the lock.
+    pub(crate) fn wanted(&mut self) -> bool {
+        let mut flag = [0u8; 1];
+        self.file()
+            .is_some_and(|f| matches!(f.read_at(&mut flag, WANT_OFFSET), Ok(1)) && flag[0] != 0)
+    }
+
+    pub(crate) fn raise_want(&mut self) {
+        if let Some(file) = self.file() {
+            let _ = file.write_all_at(&[1], WANT_OFFSET);
+        }
+    }
+
+    pub(crate) fn clear_want(&mut self) {
+        if let Some(file) = self.file() {
+            let _ = file.write_all_at(&[0], WANT_OFFSET);
+        }
+    }
+}
+
+/// Writes `bytes` at ring offset `head`, wrapping at the end of the ring.
+fn write_ring(file: &File, head: u64, bytes: &[u8]) -> Option<()> {
+    let mut done = 0;
+    while done < bytes.len() {
+        let offset = (head + done as u64) % RING_LEN;
+        let room = (RING_LEN - offset) as usize;
+        let chunk = &bytes[done..bytes.len().min(done + room)];
+        file.write_all_at(chunk, HEADER_LEN + offset).ok()?;
+        done += chunk.len();
+    }
+    Some(())
+}
+
+fn read_ring(file: &File, head: u64, bytes: &mut [u8]) -> Option<()> {
+    let mut done = 0;
+    while done < bytes.len() {
+        let offset = (head + done as u64) % RING_LEN;
+        let room = (RING_LEN - offset) as usize;
+        let end = bytes.len().min(done + room);
+        file.read_exact_at(&mut bytes[done..end], HEADER_LEN + offset)
+            .ok()?;
+        done = end;
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sidecar() -> (tempfile::TempDir, SyncFile) {
+        let dir = tempfile::tempdir().unwrap();
+        let sync = SyncFile::new(&dir.path().join("memory.redb"));
+        (dir, sync)
+    }
+
+    #[test]
+    fn missing_sidecar_has_no_position_until_initialised() {
+        let (_dir, mut sync) = sidecar();
+        assert_eq!(sync.position(), None);
+        let start = sync.initialise().unwrap();
+        assert_eq!(sync.position(), Some(start));
+        assert_eq!(
+            sync.initialise(),
+            Some(start),
+            "initialising twice keeps the ring"
+        );
+    }
+
+    #[test]
+    fn appended_keys_are_read_back_in_order() {
+        let (_dir, mut sync) = sidecar();
+        let start = sync.initialise().unwrap();
+        let middle = sync.append(start, ["a", "ключ"]).unwrap();
+        let end = sync.append(middle, ["b"]).unwrap();
+        assert_eq!(sync.position(), Some(end));
+        assert_eq!(sync.changed_keys(start, end).unwrap(), ["a", "ключ", "b"]);
+        assert_eq!(sync.changed_keys(middle, end).unwrap(), ["b"]);
+        assert_eq!(sync.changed_keys(end, end).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn wrapping_works_and_overwritten_history_is_refused() {
+        let (_dir, mut sync) = sidecar();
+        let start = sync.initialise().unwrap();
+        let key = "k".repeat(1000);
+        let mut position = start;
+        let mut recent = position;
+        for i in 0..2000 {
+            if i == 1990 {
+                recent = position;
+            }
+            position = sync.append(position, [key.as_str()]).unwrap();
+        }
+        assert!(position.head > RING_LEN, "the ring wrapped");
+        assert_eq!(sync.changed_keys(recent, position).unwrap().len(), 10);
+        assert!(sync.changed_keys(start, position).is_none());
+    }
+
+    #[test]
+    fn another_ring_or_damage_means_rebuild() {
+        let (dir, mut sync) = sidecar();
+        let start = sync.initialise().unwrap();
+        let end = sync.append(start, ["a"]).unwrap();
+        std::fs::remove_file(dir.path().join("memory.redb.sync")).unwrap();
+        let mut fresh = SyncFile::new(&dir.path().join("memory.redb"));
+        let other = fresh.initialise().unwrap();
+        assert!(fresh.changed_keys(end, other).is_none());
+
+        // A record whose sequence number does not follow is damage.
+        let moved = fresh.append(other, ["x"]).unwrap();
+        let file = fresh.file().unwrap();
+        file.write_all_at(&99u64.to_le_bytes(), HEADER_LEN).unwrap();
+        assert!(fresh.changed_keys(other, moved).is_none());
+    }
+
+    #[test]
+    fn want_flag_round_trip() {
+        let (_dir, mut sync) = sidecar();
+        sync.initialise().unwrap();
+        assert!(!sync.wanted());
+        sync.raise_want();
+        assert!(sync.wanted());
+        sync.clear_want();
+        assert!(!sync.wanted());
+    }
+}
