@@ -28,7 +28,7 @@ import membolt
 from membolt import MemoryStore
 
 sys.path.insert(0, str(Path(__file__).parent))
-from workload import Workload  # noqa: E402
+from workload import Workload
 
 BUILD_CHUNK = 10_000
 
@@ -91,7 +91,8 @@ db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=120)
 db.execute("PRAGMA synchronous=FULL")
 for i in range(int(sys.argv[3])):
     db.execute("BEGIN IMMEDIATE")
-    db.execute("INSERT OR REPLACE INTO memory VALUES (?, ?)", (f"{sys.argv[2]}:{i}", "concurrent write " * 12))
+    row = (f"{sys.argv[2]}:{i}", "concurrent write " * 12)
+    db.execute("INSERT OR REPLACE INTO memory VALUES (?, ?)", row)
     db.execute("COMMIT")
 """
 
@@ -117,8 +118,25 @@ def measure(size: int, directory: Path) -> list[tuple[str, str, float, str, floa
     rows: list[tuple[str, str, float, str, float]] = []
 
     store_path = directory / f"membolt-{size}.redb"
-    store = build_membolt(store_path, workload)
-    db = build_sqlite(directory / f"sqlite-{size}.db", workload)
+    sqlite_path = directory / f"sqlite-{size}.db"
+    db = build_sqlite(sqlite_path, workload)
+    rows.extend(measure_operations(build_membolt(store_path, workload), db, items, queries))
+    db.close()
+    # The store is closed and unreferenced now: reopening it reads the file.
+    gc.collect()
+    membolt._core._release_all()
+    rows.append(measure_open(store_path, sqlite_path, queries[0]))
+    return rows
+
+
+def measure_operations(
+    store: MemoryStore,
+    db: sqlite3.Connection,
+    items: list[tuple[str, str]],
+    queries: list[str],
+) -> list[tuple[str, str, float, str, float]]:
+    size = len(items)
+    rows: list[tuple[str, str, float, str, float]] = []
     lowered = {key: (key.lower(), value.lower()) for key, value in items}
 
     # Durable save of a new key: one transaction with an fsync each.
@@ -174,16 +192,19 @@ def measure(size: int, directory: Path) -> list[tuple[str, str, float, str, floa
         )
     )
 
-    # Open a closed store and search: a fresh process does exactly this.
     store.close()
-    del store
-    gc.collect()
-    membolt._core._release_all()
+    return rows
+
+
+def measure_open(
+    store_path: Path, sqlite_path: Path, query: str
+) -> tuple[str, str, float, str, float]:
+    """Open a closed store and search it: what a fresh process does."""
     opens = []
     for _ in range(5):
         start = time.perf_counter_ns()
         reopened = MemoryStore(store_path)
-        reopened.search(queries[0])
+        reopened.search(query)
         opens.append(time.perf_counter_ns() - start)
         reopened.close()
         del reopened
@@ -191,23 +212,19 @@ def measure(size: int, directory: Path) -> list[tuple[str, str, float, str, floa
     sqlite_opens = []
     for _ in range(5):
         start = time.perf_counter_ns()
-        conn = sqlite3.connect(directory / f"sqlite-{size}.db")
+        conn = sqlite3.connect(sqlite_path)
         conn.execute(
-            "SELECT key FROM memory WHERE key LIKE ?1 OR value LIKE ?1", (f"%{queries[0]}%",)
+            "SELECT key FROM memory WHERE key LIKE ?1 OR value LIKE ?1", (f"%{query}%",)
         ).fetchall()
         sqlite_opens.append(time.perf_counter_ns() - start)
         conn.close()
-    rows.append(
-        (
-            "open + first search ms",
-            "membolt",
-            statistics.median(opens) / 1e6,
-            "sqlite open + LIKE",
-            statistics.median(sqlite_opens) / 1e6,
-        )
+    return (
+        "open + first search ms",
+        "membolt",
+        statistics.median(opens) / 1e6,
+        "sqlite open + LIKE",
+        statistics.median(sqlite_opens) / 1e6,
     )
-    db.close()
-    return rows
 
 
 def format_table(rows: Iterable[tuple[int, str, str, float, str, float]]) -> str:

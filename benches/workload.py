@@ -53,4 +53,4 @@ class Workload:
         vocabulary = _vocabulary(random.Random(self.seed))
         hits = [rng.choice(vocabulary) for _ in range(5)]
         misses = ["".join(rng.choices("qxzj", k=7)) for _ in range(5)]
-        return [q for pair in zip(hits, misses) for q in pair]
+        return [q for pair in zip(hits, misses, strict=True) for q in pair]
