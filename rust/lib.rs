@@ -15,3 +15,9 @@ pub mod text;
 
 #[cfg(feature = "python")]
 mod python;
+
+/// mimalloc instead of the system allocator: loading a store allocates a
+/// few small strings per entry, and glibc's malloc spends more time in
+/// bookkeeping than the load itself on a large store.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -5,7 +5,9 @@
 //! Every index is updated by [`Mirror::insert`] and [`Mirror::remove`] only, so
 //! they can never disagree with `entries`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::entry::Entry;
@@ -28,9 +30,10 @@ pub struct Mirror {
     pub clock: i64,
     entries: BTreeMap<Arc<str>, Arc<Entry>>,
     recency: BTreeSet<Recency>,
-    by_type: HashMap<Arc<str>, BTreeSet<Recency>>,
-    /// parent key -> keys of entries that reference it (the parent need not exist).
-    children: HashMap<Arc<str>, BTreeSet<Arc<str>>>,
+    by_type: FxHashMap<Arc<str>, BTreeSet<Recency>>,
+    /// parent key -> sorted keys of the entries that reference it (the parent
+    /// need not exist). A sorted vector: most parents have one or two.
+    children: FxHashMap<Arc<str>, Vec<Arc<str>>>,
     search: SearchIndex,
 }
 
@@ -109,10 +112,10 @@ impl Mirror {
             .or_default()
             .insert(recency_of(&entry));
         for parent in &entry.references {
-            self.children
-                .entry(parent.clone())
-                .or_default()
-                .insert(entry.key.clone());
+            let children = self.children.entry(parent.clone()).or_default();
+            if let Err(at) = children.binary_search(&entry.key) {
+                children.insert(at, entry.key.clone());
+            }
         }
         self.search.upsert(&entry);
         self.clock = self.clock.max(entry.updated_at);
@@ -131,9 +134,11 @@ impl Mirror {
             }
         }
         for parent in &entry.references {
-            if let Some(set) = self.children.get_mut(parent) {
-                set.remove(key);
-                if set.is_empty() {
+            if let Some(children) = self.children.get_mut(parent) {
+                if let Ok(at) = children.binary_search_by(|child| (**child).cmp(key)) {
+                    children.remove(at);
+                }
+                if children.is_empty() {
                     self.children.remove(parent);
                 }
             }
@@ -142,8 +147,22 @@ impl Mirror {
         Some(entry)
     }
 
-    /// Builds a mirror from a full scan of the file.
+    /// Builds a mirror from a full scan of the file (entries sorted by key).
+    /// The search index, the most expensive part, is built on a second
+    /// thread meanwhile: opening a large store is on the agent's critical path.
     pub fn from_entries(entries: Vec<Arc<Entry>>, store_id: Vec<u8>, clock: i64) -> Mirror {
+        let (search, mut mirror) = std::thread::scope(|scope| {
+            let search = scope.spawn(|| SearchIndex::build(&entries));
+            let mirror = Mirror::graph_indexes(&entries, store_id, clock);
+            (search.join().expect("building the search index"), mirror)
+        });
+        mirror.search = search;
+        mirror.entries = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
+        mirror
+    }
+
+    /// Everything but `entries` and `search`, in bulk.
+    fn graph_indexes(entries: &[Arc<Entry>], store_id: Vec<u8>, clock: i64) -> Mirror {
         let mut mirror = Mirror {
             store_id,
             clock,
@@ -152,21 +171,24 @@ impl Mirror {
         let mut recency: Vec<Recency> = entries.iter().map(|e| recency_of(e)).collect();
         recency.sort_unstable();
         mirror.recency = recency.into_iter().collect();
-        let mut by_type: HashMap<Arc<str>, Vec<Recency>> = HashMap::new();
-        for entry in &entries {
+        let mut by_type: FxHashMap<Arc<str>, Vec<Recency>> = FxHashMap::default();
+        for entry in entries {
             by_type
                 .entry(entry.kind.clone())
                 .or_default()
                 .push(recency_of(entry));
+            // Entries arrive sorted by key, so each list grows in order.
             for parent in &entry.references {
                 mirror
                     .children
                     .entry(parent.clone())
                     .or_default()
-                    .insert(entry.key.clone());
+                    .push(entry.key.clone());
             }
-            mirror.search.upsert(entry);
             mirror.clock = mirror.clock.max(entry.updated_at);
+        }
+        for children in mirror.children.values_mut() {
+            children.dedup();
         }
         mirror.by_type = by_type
             .into_iter()
@@ -175,7 +197,6 @@ impl Mirror {
                 (kind, stamps.into_iter().collect())
             })
             .collect();
-        mirror.entries = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
         mirror
     }
 }
@@ -239,7 +260,7 @@ mod tests {
         let entries = vec![
             entry("a", "note", 3, &["c"]),
             entry("b", "result", 1, &[]),
-            entry("c", "note", 2, &["b"]),
+            entry("c", "note", 2, &["b", "b"]),
         ];
         let bulk = Mirror::from_entries(entries.clone(), vec![1], 3);
         let mut incremental = Mirror::default();

@@ -11,10 +11,10 @@
 //! Python's `query.lower() in text.lower()`: UTF-8 is self-synchronising, so a
 //! byte match of a valid needle starts and ends on character boundaries.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use memchr::memmem::Finder;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::entry::Entry;
 use crate::text::lower;
@@ -31,6 +31,23 @@ struct Doc {
 }
 
 impl Doc {
+    fn new(entry: &Arc<Entry>) -> (Doc, Signature) {
+        let lower_key = owned_if_changed(&entry.key);
+        let lower_value = owned_if_changed(&entry.value);
+        let mut signature = [0u64; SIGNATURE_WORDS];
+        add_trigrams(&mut signature, lower_key.as_deref().unwrap_or(&entry.key));
+        add_trigrams(
+            &mut signature,
+            lower_value.as_deref().unwrap_or(&entry.value),
+        );
+        let doc = Doc {
+            entry: entry.clone(),
+            lower_key,
+            lower_value,
+        };
+        (doc, signature)
+    }
+
     fn key(&self) -> &str {
         self.lower_key.as_deref().unwrap_or(&self.entry.key)
     }
@@ -53,25 +70,30 @@ pub struct SearchIndex {
     /// parallel array so the filtering pass streams through 64-byte rows.
     docs: Vec<Option<Doc>>,
     signatures: Vec<Signature>,
-    slot_of: HashMap<Arc<str>, usize>,
+    slot_of: FxHashMap<Arc<str>, usize>,
     free: Vec<usize>,
 }
 
 impl SearchIndex {
-    pub fn upsert(&mut self, entry: &Arc<Entry>) {
-        let lower_key = owned_if_changed(&entry.key);
-        let lower_value = owned_if_changed(&entry.value);
-        let mut signature = [0u64; SIGNATURE_WORDS];
-        add_trigrams(&mut signature, lower_key.as_deref().unwrap_or(&entry.key));
-        add_trigrams(
-            &mut signature,
-            lower_value.as_deref().unwrap_or(&entry.value),
-        );
-        let doc = Doc {
-            entry: entry.clone(),
-            lower_key,
-            lower_value,
+    /// An index of `entries` (distinct keys), built in one pass.
+    pub fn build(entries: &[Arc<Entry>]) -> SearchIndex {
+        let mut index = SearchIndex {
+            docs: Vec::with_capacity(entries.len()),
+            signatures: Vec::with_capacity(entries.len()),
+            slot_of: FxHashMap::with_capacity_and_hasher(entries.len(), FxBuildHasher),
+            free: Vec::new(),
         };
+        for entry in entries {
+            let (doc, signature) = Doc::new(entry);
+            index.slot_of.insert(entry.key.clone(), index.docs.len());
+            index.docs.push(Some(doc));
+            index.signatures.push(signature);
+        }
+        index
+    }
+
+    pub fn upsert(&mut self, entry: &Arc<Entry>) {
+        let (doc, signature) = Doc::new(entry);
         let slot = if let Some(&slot) = self.slot_of.get(&entry.key) {
             slot
         } else {

@@ -37,7 +37,7 @@ use redb::{
     TableDefinition, TableHandle,
 };
 
-use crate::entry::Entry;
+use crate::entry::{DecodeError, Entry, Interner};
 use crate::error::{Result, StoreError};
 use crate::lease::{self, LeaseHolder};
 use crate::mirror::Mirror;
@@ -635,9 +635,13 @@ impl State {
             mirror.clock = mirror.clock.max(meta.clock);
         } else {
             let mut all = Vec::with_capacity(entries.len().map_err(|e| storage(path, e))? as usize);
+            let mut interner = Interner::default();
             for item in entries.iter().map_err(|e| storage(path, e))? {
                 let (key, bytes) = item.map_err(|e| storage(path, e))?;
-                all.push(Arc::new(decode_entry(key.value(), bytes.value(), path)?));
+                let key = key.value();
+                let entry = Entry::decode_with(key, bytes.value(), &mut interner)
+                    .map_err(|e| damaged_entry(key, &e, path))?;
+                all.push(Arc::new(entry));
             }
             self.mirror = Some(Mirror::from_entries(all, meta.store_id, meta.clock));
         }
@@ -1174,8 +1178,11 @@ fn read_meta(rtx: &redb::ReadTransaction, path: &Path) -> Result<Meta> {
 }
 
 fn decode_entry(key: &str, bytes: &[u8], path: &Path) -> Result<Entry> {
-    Entry::decode(key, bytes)
-        .map_err(|e| StoreError::corrupt(path, format!("entry {key:?} is damaged: {e}")))
+    Entry::decode(key, bytes).map_err(|e| damaged_entry(key, &e, path))
+}
+
+fn damaged_entry(key: &str, error: &DecodeError, path: &Path) -> StoreError {
+    StoreError::corrupt(path, format!("entry {key:?} is damaged: {error}"))
 }
 
 /// Writes files the test-suite needs and the public API cannot make: a redb
