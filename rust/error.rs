@@ -37,7 +37,7 @@ impl StoreError {
         }
     }
 
-    pub(crate) fn io(path: &Path, detail: impl fmt::Display) -> Self {
+    pub fn io(path: &Path, detail: impl fmt::Display) -> Self {
         StoreError::Io {
             path: path.to_path_buf(),
             detail: detail.to_string(),

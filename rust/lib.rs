@@ -8,6 +8,7 @@ pub mod entry;
 pub mod error;
 mod lease;
 pub mod mirror;
+pub mod query;
 pub mod search;
 pub mod store;
 mod sync;

@@ -14,6 +14,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use crate::entry::Entry;
 use crate::error::StoreError;
+use crate::query::{self, ErrorKind, Map, QueryError, Relations, Value};
 use crate::store::{self, BatchOp, BatchOutcome, SaveRequest, Store};
 
 /// The Python class for each error kind, imported once from `membolt.errors`.
@@ -153,19 +154,7 @@ impl PyEntry {
 
     /// The JSON form of BEHAVIOUR §1.2.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let dict = PyDict::new(py);
-        let e = &self.inner;
-        dict.set_item("key", &*e.key)?;
-        dict.set_item("value", &*e.value)?;
-        dict.set_item("namespace", &*e.namespace)?;
-        dict.set_item("type", &*e.kind)?;
-        dict.set_item(
-            "references",
-            PyList::new(py, e.references.iter().map(|r| &**r))?,
-        )?;
-        dict.set_item("createdAt", e.created_at)?;
-        dict.set_item("updatedAt", e.updated_at)?;
-        Ok(dict)
+        entry_dict(py, &self.inner)
     }
 
     fn __repr__(&self) -> String {
@@ -190,6 +179,137 @@ impl PyEntry {
         hasher.finish()
     }
 }
+
+/// An entry in the JSON form of BEHAVIOUR §1.2 (export, query rows).
+fn entry_dict<'py>(py: Python<'py>, e: &Entry) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("key", &*e.key)?;
+    dict.set_item("value", &*e.value)?;
+    dict.set_item("namespace", &*e.namespace)?;
+    dict.set_item("type", &*e.kind)?;
+    dict.set_item(
+        "references",
+        PyList::new(py, e.references.iter().map(|r| &**r))?,
+    )?;
+    dict.set_item("createdAt", e.created_at)?;
+    dict.set_item("updatedAt", e.updated_at)?;
+    Ok(dict)
+}
+
+/// Rows handed in by Python (`tool_calls`, `tasks`) become query values.
+/// Anything that is not JSON-like is kept as its `str()`; nesting deeper
+/// than `ROW_DEPTH` likewise, so a row stays within the engine's limits.
+fn to_query_value(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+    const ROW_DEPTH: usize = 3;
+    if obj.is_none() {
+        return Ok(Value::Nil);
+    }
+    if let Ok(flag) = obj.cast::<pyo3::types::PyBool>() {
+        return Ok(Value::Bool(flag.is_true()));
+    }
+    if obj.is_instance_of::<pyo3::types::PyInt>() {
+        if let Ok(n) = obj.extract::<i64>() {
+            return Ok(Value::Int(n));
+        }
+    } else if let Ok(f) = obj.cast::<pyo3::types::PyFloat>() {
+        return Ok(Value::Float(f.value()));
+    } else if let Ok(text) = obj.cast::<PyString>() {
+        return Ok(Value::from(text.to_str()?));
+    } else if depth < ROW_DEPTH {
+        if let Ok(dict) = obj.cast::<PyDict>() {
+            let mut pairs = Vec::with_capacity(dict.len());
+            for (key, value) in dict.iter() {
+                let key: Arc<str> = key.str()?.to_str()?.into();
+                pairs.push((key, to_query_value(&value, depth + 1)?));
+            }
+            return Ok(Value::Map(Map::from_pairs(pairs)));
+        }
+        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+            let items = obj
+                .try_iter()?
+                .map(|item| to_query_value(&item?, depth + 1))
+                .collect::<PyResult<Vec<_>>>()?;
+            return Ok(Value::from(items));
+        }
+    }
+    Ok(Value::from(obj.str()?.to_str()?))
+}
+
+fn rows_arg(rows: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
+    rows.try_iter()?
+        .map(|row| to_query_value(&row?, 0))
+        .collect()
+}
+
+/// A query value as plain Python data (`memory` rows as dicts).
+fn from_query_value(py: Python<'_>, value: &Value) -> PyResult<Py<PyAny>> {
+    Ok(match value {
+        Value::Nil => py.None(),
+        Value::Bool(flag) => pyo3::types::PyBool::new(py, *flag)
+            .to_owned()
+            .into_any()
+            .unbind(),
+        Value::Int(n) => n.into_pyobject(py)?.into_any().unbind(),
+        Value::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+        Value::Str(text) => PyString::new(py, text).into_any().unbind(),
+        Value::List(items) => {
+            let list = PyList::empty(py);
+            for item in items.iter() {
+                list.append(from_query_value(py, item)?)?;
+            }
+            list.into_any().unbind()
+        }
+        Value::Map(map) => {
+            let dict = PyDict::new(py);
+            for (key, item) in map.iter() {
+                dict.set_item(&**key, from_query_value(py, item)?)?;
+            }
+            dict.into_any().unbind()
+        }
+        Value::Entry(entry) => entry_dict(py, entry)?.into_any().unbind(),
+    })
+}
+
+/// BEHAVIOUR §9.3: a list of rows becomes `{"count", "rows", "truncated"}`
+/// with only the first `limit` rows converted; anything else as it is.
+fn query_result(py: Python<'_>, value: &Value, limit: usize) -> PyResult<Py<PyAny>> {
+    match value {
+        Value::List(rows) if query::is_row_list(value) => {
+            let dict = PyDict::new(py);
+            let shown = PyList::empty(py);
+            for row in rows.iter().take(limit) {
+                shown.append(from_query_value(py, row)?)?;
+            }
+            dict.set_item("count", rows.len())?;
+            dict.set_item("rows", shown)?;
+            dict.set_item("truncated", rows.len() > limit)?;
+            Ok(dict.into_any().unbind())
+        }
+        other => from_query_value(py, other),
+    }
+}
+
+/// `membolt.errors.QueryError` with its `kind` and `position`.
+fn query_error(py: Python<'_>, error: &QueryError) -> PyErr {
+    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let build = || -> PyResult<PyErr> {
+        let class = error_class(py, &CLASS, "QueryError")?;
+        let kwargs = PyDict::new(py);
+        let kind = match error.kind {
+            ErrorKind::Compile => "compile",
+            ErrorKind::Run => "run",
+        };
+        kwargs.set_item("kind", kind)?;
+        kwargs.set_item("position", error.position)?;
+        let instance = class.call((error.to_string(),), Some(&kwargs))?;
+        Ok(PyErr::from_value(instance))
+    };
+    build().unwrap_or_else(|import_error| import_error)
+}
+
+/// Stack for the evaluator's thread: its deepest accepted queries need a few
+/// hundred KiB, more than a Python thread may have been given.
+const QUERY_STACK_BYTES: usize = 16 << 20;
 
 fn entries_to_list(py: Python<'_>, entries: Vec<Arc<Entry>>) -> PyResult<Bound<'_, PyList>> {
     PyList::new(py, entries.into_iter().map(PyEntry::wrap))
@@ -499,6 +619,45 @@ impl PyStore {
         Ok(list)
     }
 
+    /// Runs a `memory_query` expression (BEHAVIOUR §9) over this store and
+    /// the given `tool_calls` and `tasks` rows; returns the §9.3 result.
+    #[pyo3(signature = (source, tool_calls, tasks, limit, memory_cap = None))]
+    fn _query(
+        &self,
+        py: Python<'_>,
+        source: &str,
+        tool_calls: &Bound<'_, PyAny>,
+        tasks: &Bound<'_, PyAny>,
+        limit: usize,
+        memory_cap: Option<usize>,
+    ) -> PyResult<Py<PyAny>> {
+        let relations = (rows_arg(tool_calls)?, rows_arg(tasks)?);
+        let store = &self.inner;
+        let outcome = py.detach(|| {
+            std::thread::scope(|scope| {
+                let worker = std::thread::Builder::new()
+                    .name("membolt-query".into())
+                    .stack_size(QUERY_STACK_BYTES)
+                    .spawn_scoped(scope, || {
+                        evaluate_query(store, source, relations, memory_cap)
+                    })
+                    .map_err(|e| StoreError::io(store.path(), e))?;
+                worker.join().unwrap_or_else(|_| {
+                    Ok(Err(QueryError {
+                        kind: ErrorKind::Run,
+                        message: "the query engine failed".into(),
+                        position: None,
+                    }))
+                })
+            })
+        });
+        match outcome {
+            Ok(Ok(value)) => query_result(py, &value, limit),
+            Ok(Err(error)) => Err(query_error(py, &error)),
+            Err(error) => Err(to_py_err(py, error)),
+        }
+    }
+
     /// Writes entries verbatim (import): dicts in the JSON form of §1.2.
     /// Returns how many changed the store.
     fn _put_exact(&self, py: Python<'_>, entries: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -519,6 +678,32 @@ impl PyStore {
         }
         self.run(py, |s| s.put_exact(batch))
     }
+}
+
+/// Compiles and runs a query; `memory` is read from the store only when the
+/// query names it. Store errors and query errors stay apart.
+fn evaluate_query(
+    store: &Store,
+    source: &str,
+    (tool_calls, tasks): (Vec<Value>, Vec<Value>),
+    memory_cap: Option<usize>,
+) -> Result<Result<Value, QueryError>, StoreError> {
+    let program = match query::compile(source) {
+        Ok(program) => program,
+        Err(error) => return Ok(Err(error)),
+    };
+    let entries = if program.uses_memory() {
+        store.entries()?
+    } else {
+        Vec::new()
+    };
+    let relations = Relations {
+        memory: &|| entries.clone(),
+        memory_cap,
+        tool_calls,
+        tasks,
+    };
+    Ok(query::run(&program, &relations))
 }
 
 /// BEHAVIOUR §6.8: cut `text` to at most `limit` UTF-8 bytes at a character

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from . import tools
+from .errors import QueryError
 from .store import MemoryStore
 
 TOOL_LOG_SIZE: Final = 200
@@ -43,7 +44,32 @@ class AgentMemory:
         return result
 
     def _run_query_tool(self, query: str, limit: object) -> str:
-        return tools.error_text("memory_query: not available in this version yet")
+        try:
+            return tools.query_text(self.query(query, limit))
+        except QueryError as error:
+            return tools.error_text(f"memory_query: {error}")
+
+    # ----- memory_query ----------------------------------------------------
+
+    def query(
+        self, expression: str, limit: object = tools.QUERY_LIMIT, *, memory_cap: int | None = None
+    ) -> Any:
+        """Evaluate a ``memory_query`` expression (BEHAVIOUR §9).
+
+        Relations: ``memory`` (every entry, or the newest ``memory_cap``),
+        ``tool_calls`` and ``tasks`` of this agent. A list of rows comes back
+        as ``{"count": N, "rows": [...first limit...], "truncated": bool}``,
+        any other value as it is. Raises :class:`~membolt.QueryError`.
+        """
+        if not isinstance(expression, str):
+            raise QueryError("query must be a string", kind="compile")
+        return self.store._query(
+            expression,
+            self.tool_calls,
+            self.tasks,
+            tools.query_limit(limit),
+            memory_cap,
+        )
 
     # ----- relations for memory_query ------------------------------------
 

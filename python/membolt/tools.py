@@ -9,6 +9,7 @@ store and always answers text: a tool's output, or ``{"error": "..."}``.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -20,6 +21,8 @@ from .store import MemoryStore
 SchemaFormat = Literal["openai", "anthropic", "mcp"]
 
 SEARCH_LIMIT: Final = 20
+QUERY_LIMIT: Final = 50  # rows of a memory_query result by default
+QUERY_MAX_LIMIT: Final = 500
 LIST_LIMIT: Final = 500
 VALUE_LIMIT: Final = 500  # bytes of a value shown by memory_search
 ERROR_LIMIT: Final = 500  # bytes of an error message
@@ -221,6 +224,27 @@ _HANDLERS: Final[dict[str, Callable[[MemoryStore, Mapping[str, Any]], str]]] = {
     "memory_delete": memory_delete,
     "memory_list": memory_list,
 }
+
+
+def query_limit(limit: object) -> int:
+    """BEHAVIOUR §9.3: the row limit a caller's ``limit`` means.
+
+    Floats are truncated; anything that is not a positive number (booleans,
+    strings, ``None``, NaN, values <= 0) means the default 50; the most is 500.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int | float):
+        return QUERY_LIMIT
+    if math.isnan(limit):
+        return QUERY_LIMIT
+    if limit >= QUERY_MAX_LIMIT:
+        return QUERY_MAX_LIMIT
+    rows = int(limit)
+    return rows if rows > 0 else QUERY_LIMIT
+
+
+def query_text(result: object) -> str:
+    """A query result as the tool prints it: JSON with sorted keys."""
+    return json.dumps(result, sort_keys=True, ensure_ascii=False)
 
 
 def canonical_name(name: object) -> str | None:
