@@ -320,7 +320,7 @@ impl Store {
     /// BEHAVIOUR §1.3: one save in its own transaction.
     pub fn save(&self, request: SaveRequest) -> Result<Arc<Entry>> {
         validate_save(&request)?;
-        self.write(|txn| txn.save(request, None))
+        self.write(|txn| txn.save(request, Linking::Plain))
     }
 
     /// §3.3 and §6.7: an extraction batch, chained, with the caps applied in
@@ -345,7 +345,7 @@ impl Store {
                 if let Some(tool) = tool_of_key(&request.key) {
                     tools.insert(tool.to_string());
                 }
-                let entry = txn.save(request, chain_to)?;
+                let entry = txn.save(request, Linking::Extraction { previous: chain_to })?;
                 previous = Some(entry.key.clone());
                 saved.push(entry);
             }
@@ -385,7 +385,9 @@ impl Store {
         self.write(|txn| {
             ops.into_iter()
                 .map(|op| match op {
-                    BatchOp::Save(request) => txn.save(request, None).map(BatchOutcome::Saved),
+                    BatchOp::Save(request) => {
+                        txn.save(request, Linking::Plain).map(BatchOutcome::Saved)
+                    }
                     BatchOp::Delete(key) => {
                         txn.remove(&key).map(|e| BatchOutcome::Deleted(e.is_some()))
                     }
@@ -736,6 +738,17 @@ impl State {
     }
 }
 
+/// How a save links a new entry and treats given references.
+enum Linking {
+    /// §1.3: given references replace the stored ones; a new key without
+    /// them gets its auto parent.
+    Plain,
+    /// §3.3: a new key without given references links to `previous` (the
+    /// previous key of the batch, when the chain rule applies) or its auto
+    /// parent; an existing key keeps its references whatever is given.
+    Extraction { previous: Option<Arc<str>> },
+}
+
 /// The write-side view of one transaction: tables, mirror and undo log.
 pub struct Txn<'a> {
     entries: redb::Table<'a, &'static str, &'static [u8]>,
@@ -780,8 +793,12 @@ impl Txn<'_> {
         Ok(previous)
     }
 
-    /// §1.3 (and §3.3 when `chain_to` is given for a new key).
-    fn save(&mut self, request: SaveRequest, chain_to: Option<Arc<str>>) -> Result<Arc<Entry>> {
+    /// §1.3, with the linking rules of `linking`.
+    fn save(&mut self, request: SaveRequest, linking: Linking) -> Result<Arc<Entry>> {
+        let (keeps_references, chain_to) = match linking {
+            Linking::Plain => (false, None),
+            Linking::Extraction { previous } => (true, previous),
+        };
         let stamp = self.stamp();
         let existing = self.mirror.get(&request.key).cloned();
         let entry = if let Some(old) = existing {
@@ -792,10 +809,10 @@ impl Txn<'_> {
                 namespace: request
                     .namespace
                     .map_or_else(|| old.namespace.clone(), Arc::from),
-                references: request.references.map_or_else(
-                    || old.references.clone(),
-                    |refs| clean_references(&old.key, refs),
-                ),
+                references: match request.references {
+                    Some(refs) if !keeps_references => clean_references(&old.key, refs),
+                    _ => old.references.clone(),
+                },
                 created_at: old.created_at,
                 updated_at: stamp,
             }

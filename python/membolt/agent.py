@@ -1,37 +1,85 @@
 """AgentMemory: membolt wired into an agent loop.
 
-An agent calls a few hooks and gets persistent memory for free: the memory
-tools (schemas and dispatcher), a log of its tool calls and its task list
-for ``memory_query``, and (see the hooks below) facts extracted from every
-turn, tool result, thought and compaction summary.
+An agent calls a few hooks and gets persistent memory without an LLM call:
+facts are extracted from every turn, tool result, thought and compaction
+summary (``extract.py``, ``compaction.py``) and written in one transaction
+per hook, caps included; the memory tools come with their schemas and
+dispatcher; the agent's tool calls and task list feed ``memory_query``.
+
+Hooks never raise: an agent loop must not die because memory could not be
+written (a busy store, hostile text). A failure is logged on the
+``membolt`` logger and the hook returns 0.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, TypeVar
 
 from . import tools
+from .compaction import parse_summary
 from .errors import QueryError
+from .extract import (
+    DEFAULT_CONFIG,
+    ExtractionConfig,
+    Fact,
+    extract_thinking,
+    extract_tool_result,
+    extract_turn,
+    turn_record,
+)
 from .store import MemoryStore
 
 TOOL_LOG_SIZE: Final = 200
+SESSION_CONFIG_KEY: Final = "session:config"
+SESSION_STARTED_KEY: Final = "session:started"
+SESSION_RESUMED_KEY: Final = "session:resumed"
+
+logger = logging.getLogger("membolt")
+
+_T = TypeVar("_T")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class AgentMemory:
-    """Memory for one agent loop over one store."""
+    """Memory for one agent loop over one store.
 
-    def __init__(self, store: MemoryStore) -> None:
+    ``config`` switches extraction mechanisms and sets which tools' results
+    are captured; ``clock`` (Unix milliseconds) is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        config: ExtractionConfig = DEFAULT_CONFIG,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
         self.store = store
+        self.config = config
+        self._clock = clock
         self._tool_calls: deque[dict[str, Any]] = deque(maxlen=TOOL_LOG_SIZE)
         self._tasks: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    # ----- tools ---------------------------------------------------------
+    # ----- the system prompt ----------------------------------------------
+
+    def system_prompt_section(self, focus: str = "", max_tokens: int = 500) -> str:
+        """The memory part of the system prompt (BEHAVIOUR §5.9)."""
+        from .prompt import system_prompt_section
+
+        return system_prompt_section(self.store, focus, max_tokens, now_ms=self._clock())
+
+    # ----- tools -----------------------------------------------------------
 
     def tool_schemas(self, schema_format: tools.SchemaFormat = "openai") -> list[dict[str, Any]]:
         """The five memory tools for OpenAI, Anthropic or MCP clients."""
@@ -49,7 +97,120 @@ class AgentMemory:
         except QueryError as error:
             return tools.error_text(f"memory_query: {error}")
 
-    # ----- memory_query ----------------------------------------------------
+    # ----- extraction hooks (§6, §7) ----------------------------------------
+
+    def after_turn(self, user_input: str, response: str) -> int:
+        """Extract facts from one user turn and the model's reply; returns how
+        many were saved (``turn:last`` is saved too, and not counted)."""
+
+        def run() -> int:
+            saved = self._save_facts(extract_turn(user_input, response, self.config))
+            record = turn_record(user_input, response, self._clock())
+            self.store.save(record.key, record.value)
+            return saved
+
+        return self._guarded("after_turn", run)
+
+    def after_tool(self, name: str, arguments: object, result: str) -> int:
+        """Record a tool call the agent ran and extract facts from its result
+        (for tools on the capture list); returns how many were saved."""
+        self._log_tool_call(name, arguments, result, skip_duplicate=True)
+        return self._guarded(
+            "after_tool",
+            lambda: self._save_facts(extract_tool_result(str(name), str(result), self.config)),
+        )
+
+    def save_thinking(self, text: str) -> int:
+        """Keep the model's reasoning for this round (§6.9); 1, or 0 if empty."""
+        return self._guarded(
+            "save_thinking",
+            lambda: self._save_facts(extract_thinking(text, self._clock(), self.config)),
+        )
+
+    def auto_capture(self, summary: str) -> int:
+        """Capture a compaction summary (§7); returns the entries written."""
+
+        def run() -> int:
+            facts = parse_summary(summary)
+            if not facts:
+                return 0
+            checkpoint, bullets = facts[0], facts[1:]
+            items: list[tuple[str, str, str | None, list[str] | None]] = [
+                (checkpoint.key, checkpoint.value, checkpoint.type, None)
+            ]
+            # A new bullet references the checkpoint; an existing one keeps its
+            # references (the extraction batch rule, §3.3).
+            items += [(b.key, b.value, b.type, [checkpoint.key]) for b in bullets]
+            return len(self.store.save_many(items))
+
+        return self._guarded("auto_capture", run)
+
+    def _save_facts(self, facts: Iterable[Fact]) -> int:
+        items = [(fact.key, fact.value, fact.type) for fact in facts]
+        if not items:
+            return 0
+        return len(self.store.save_many(items))
+
+    def _guarded(self, hook: str, run: Callable[[], int]) -> int:
+        try:
+            return run()
+        except Exception:
+            logger.warning("membolt: %s could not save its facts", hook, exc_info=True)
+            return 0
+
+    # ----- sessions (§8) ------------------------------------------------------
+
+    def start_session(
+        self,
+        model: str | None = None,
+        backend: str | None = None,
+        base_url: str | None = None,
+        *,
+        resumed: bool = False,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """Record where and with what model this session runs."""
+        key = SESSION_RESUMED_KEY if resumed else SESSION_STARTED_KEY
+        where = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
+
+        def run() -> int:
+            with self.store.batch() as batch:
+                batch.save(key, where)
+                batch.save(SESSION_CONFIG_KEY, _session_config(model, backend, base_url))
+            return 2
+
+        self._guarded("start_session", run)
+
+    def switch_model(
+        self, model: str | None = None, backend: str | None = None, base_url: str | None = None
+    ) -> None:
+        """Record a model switch, so the next session restores it."""
+        self._guarded(
+            "switch_model",
+            lambda: bool(
+                self.store.save(SESSION_CONFIG_KEY, _session_config(model, backend, base_url))
+            ),
+        )
+
+    def restore_session_config(self) -> dict[str, str]:
+        """The last saved ``{"model", "backend", "base_url"}`` (``{}`` if none
+        or if the stored value is not a JSON object of strings)."""
+        try:
+            entry = self.store.get(SESSION_CONFIG_KEY)
+        except Exception:
+            logger.warning("membolt: cannot read %s", SESSION_CONFIG_KEY, exc_info=True)
+            return {}
+        if entry is None:
+            return {}
+        try:
+            config = json.loads(entry.value)
+        except ValueError:
+            return {}
+        if not isinstance(config, dict):
+            return {}
+        return {str(k): v for k, v in config.items() if isinstance(v, str)}
+
+    # ----- relations for memory_query ----------------------------------------
 
     def query(
         self, expression: str, limit: object = tools.QUERY_LIMIT, *, memory_cap: int | None = None
@@ -64,14 +225,8 @@ class AgentMemory:
         if not isinstance(expression, str):
             raise QueryError("query must be a string", kind="compile")
         return self.store._query(
-            expression,
-            self.tool_calls,
-            self.tasks,
-            tools.query_limit(limit),
-            memory_cap,
+            expression, self.tool_calls, self.tasks, tools.query_limit(limit), memory_cap
         )
-
-    # ----- relations for memory_query ------------------------------------
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -81,7 +236,8 @@ class AgentMemory:
 
     @property
     def tasks(self) -> list[dict[str, Any]]:
-        """The active task list (the ``tasks`` relation)."""
+        """The active task list (the ``tasks`` relation): rows of ``id, desc,
+        status`` (pending, active, done, failed), ``rounds, note``."""
         with self._lock:
             return [dict(task) for task in self._tasks]
 
@@ -90,20 +246,38 @@ class AgentMemory:
         with self._lock:
             self._tasks = [dict(row) for row in rows]
 
-    def _log_tool_call(self, name: object, arguments: object, result: object) -> None:
-        if isinstance(arguments, str):
-            args_text = arguments
-        else:
-            try:
-                args_text = json.dumps(arguments, ensure_ascii=False, default=str)
-            except (TypeError, ValueError):
-                args_text = repr(arguments)
+    def _log_tool_call(
+        self, name: object, arguments: object, result: object, *, skip_duplicate: bool = False
+    ) -> None:
+        call = {
+            "name": str(name),
+            "args": _arguments_text(arguments),
+            "result": result if isinstance(result, str) else str(result),
+            "timestamp": self._clock(),
+        }
         with self._lock:
-            self._tool_calls.append(
-                {
-                    "name": str(name),
-                    "args": args_text,
-                    "result": result if isinstance(result, str) else str(result),
-                    "timestamp": int(time.time() * 1000),
-                }
-            )
+            last = self._tool_calls[-1] if self._tool_calls else None
+            # An agent that reports a memory tool call it made through
+            # call_tool() to after_tool() as well must not log it twice.
+            if skip_duplicate and last is not None and _same_call(last, call):
+                return
+            self._tool_calls.append(call)
+
+
+def _arguments_text(arguments: object) -> str:
+    """``args`` of a logged call: as given when text, else its JSON."""
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(arguments)
+
+
+def _same_call(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a[field] == b[field] for field in ("name", "args", "result"))
+
+
+def _session_config(model: str | None, backend: str | None, base_url: str | None) -> str:
+    fields = {"model": model, "backend": backend, "base_url": base_url}
+    return json.dumps({k: v for k, v in fields.items() if v}, ensure_ascii=False)

@@ -40,6 +40,7 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from itertools import islice
 
+from ._core import MAX_KEY_BYTES as _CORE_MAX_KEY_BYTES
 from ._core import truncate
 
 __all__ = [
@@ -83,7 +84,7 @@ __all__ = [
 # --------------------------------------------------------------------------
 
 #: Longest key the store accepts (§1.5).
-MAX_KEY_BYTES = 1024
+MAX_KEY_BYTES = _CORE_MAX_KEY_BYTES  # one source of truth: the store's limit
 #: Values the spec does not bound (marker values, ``last_files``, compaction
 #: bullets) are cut to this many bytes with ``truncate``, so that hostile text
 #: cannot create huge entries.

@@ -58,6 +58,9 @@ def project_store_path(
     return base / encode_cwd(project) / STORE_FILE_NAME
 
 
+BatchItem = (
+    tuple[str, str] | tuple[str, str, str | None] | tuple[str, str, str | None, Sequence[str] | None]
+)
 SaveArgs = tuple[object, object, object, str, object, object, "str | None"]
 
 
@@ -108,22 +111,24 @@ class MemoryStore(_core.Store):
 
     def save_many(
         self,
-        items: Iterable[tuple[str, str] | tuple[str, str, str | None]],
+        items: Iterable[BatchItem],
         *,
         caps: bool = True,
     ) -> list[Entry]:
         """The extraction batch (§3.3): one transaction, chained links.
 
-        Items are ``(key, value)`` or ``(key, value, type)``. New entries after
-        the first link to the previous key of the batch, except tool results,
-        which link to their typed parent. With ``caps`` (the default) the §6.7
-        caps are applied in the same transaction.
+        Items are ``(key, value)``, ``(key, value, type)`` or ``(key, value,
+        type, references)``. A new entry links to the previous key of the batch
+        (tool results and the first entry: to their automatic parent) unless
+        it has references; an existing entry keeps its creation time and
+        references. With ``caps`` (the default) the §6.7 caps are applied in
+        the same transaction.
         """
         rows = []
         for item in items:
-            key, value, explicit = (*item, None)[:3] if len(item) == 2 else item
+            key, value, explicit, references = (*item, None, None)[:4]
             _, _, _, inferred, _, _, parent = _save_args(key, value, explicit, None, None)
-            rows.append((key, value, explicit, inferred, parent, None))
+            rows.append((key, value, explicit, inferred, parent, references))
         return self._save_many(rows, caps)
 
     def batch(self) -> Batch:
