@@ -33,20 +33,19 @@ pub const YIELD_PAUSE: Duration = Duration::from_millis(2);
 const FIRST_BACKOFF: Duration = Duration::from_micros(200);
 const MAX_BACKOFF: Duration = Duration::from_millis(1);
 
-/// Opens `path` for writing, retrying while another handle holds it.
-///
-/// `sync` gets the want flag raised while waiting. Errors other than "already
-/// open" are returned at once; the caller maps them (corruption, I/O).
-pub(crate) fn open_database(
+/// Calls `open` until it stops answering "already open" or `deadline`
+/// passes (then `StoreError::Busy`). While waiting, the want flag of `sync`
+/// asks the holder to let go. Other open errors are handed back as they are.
+pub(crate) fn open_with_retry<T>(
     path: &Path,
     deadline: Instant,
     started: Instant,
     sync: &mut SyncFile,
-) -> Result<Database> {
+    mut open: impl FnMut() -> Result<T, DatabaseError>,
+) -> Result<Result<T, DatabaseError>> {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match Database::create(path) {
-            Ok(db) => return Ok(db),
+        match open() {
             Err(DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch) => {
                 sync.raise_want();
                 let now = Instant::now();
@@ -59,9 +58,20 @@ pub(crate) fn open_database(
                 thread::sleep(jitter(backoff).min(deadline - now));
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
-            Err(other) => return Err(map_database_error(path, other)),
+            other => return Ok(other),
         }
     }
+}
+
+/// Opens `path` for writing (creating a database in an empty file).
+pub(crate) fn open_database(
+    path: &Path,
+    deadline: Instant,
+    started: Instant,
+    sync: &mut SyncFile,
+) -> Result<Database> {
+    open_with_retry(path, deadline, started, sync, || Database::create(path))?
+        .map_err(|error| map_database_error(path, error))
 }
 
 /// Maps a redb open error that is not contention.

@@ -4,6 +4,7 @@
 //! Everything Python-facing lives in `python.rs`, behind the `python` cargo
 //! feature, so `cargo test` exercises the core without an interpreter.
 
+pub mod doctor;
 pub mod entry;
 pub mod error;
 mod lease;

@@ -727,6 +727,25 @@ fn flatten_plain(text: &str) -> String {
     crate::text::flatten_plain(text).into_owned()
 }
 
+/// `membolt doctor`: a read-only check of the store file at `path`.
+#[pyfunction]
+#[pyo3(signature = (path, timeout = 5.0))]
+#[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
+fn _inspect(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Bound<'_, PyDict>> {
+    let timeout = Duration::from_secs_f64(timeout.max(0.0));
+    let report = py
+        .detach(|| crate::doctor::inspect(&path, timeout))
+        .map_err(|e| to_py_err(py, e))?;
+    let dict = PyDict::new(py);
+    dict.set_item("file_bytes", report.file_bytes)?;
+    dict.set_item("entries", report.entries)?;
+    dict.set_item("by_type", report.by_type.into_pyobject(py)?)?;
+    dict.set_item("problems", report.problems)?;
+    dict.set_item("problem_count", report.problem_count)?;
+    dict.set_item("notes", report.notes)?;
+    Ok(dict)
+}
+
 /// Closes every lease this process holds (at exit and before `fork`).
 #[pyfunction]
 fn _release_all(py: Python<'_>) {
@@ -748,6 +767,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_write_test_fixture, m)?)?;
+    m.add_function(wrap_pyfunction!(_inspect, m)?)?;
     m.add("SCHEMA_VERSION", store::SCHEMA_VERSION)?;
     // Benchmarks refuse to report figures of an unoptimised build.
     m.add("DEBUG_BUILD", cfg!(debug_assertions))?;

@@ -44,8 +44,10 @@ use crate::mirror::Mirror;
 use crate::search;
 use crate::sync::{Position, SyncFile};
 
-const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+pub(crate) const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// Every table a membolt store has.
+pub(crate) const TABLE_NAMES: [&str; 2] = ["entries", "meta"];
 
 /// The schema this version writes and the newest it reads.
 pub const SCHEMA_VERSION: u64 = 1;
@@ -1051,31 +1053,16 @@ fn prepare_file(path: &Path) -> Result<()> {
 /// A file that needs crash repair cannot be opened read-only; then a write
 /// open (which repairs) serves the refresh instead.
 fn open_read_only(ctx: &CallContext<'_>, sync: &mut SyncFile) -> Result<ReadHandle> {
-    let mut backoff = Duration::from_micros(200);
-    loop {
-        match ReadOnlyDatabase::open(ctx.path) {
-            Ok(db) => return Ok(ReadHandle::ReadOnly(db)),
-            Err(
-                redb::DatabaseError::DatabaseAlreadyOpen
-                | redb::DatabaseError::LockProtocolMismatch,
-            ) => {
-                sync.raise_want();
-                let now = Instant::now();
-                if now >= ctx.deadline {
-                    return Err(StoreError::Busy {
-                        path: ctx.path.to_path_buf(),
-                        waited: now - ctx.started,
-                    });
-                }
-                std::thread::sleep(backoff.min(ctx.deadline - now));
-                backoff = (backoff * 2).min(Duration::from_millis(1));
-            }
-            Err(redb::DatabaseError::RepairAborted) => {
-                let db = lease::open_database(ctx.path, ctx.deadline, ctx.started, sync)?;
-                return Ok(ReadHandle::Repaired(db));
-            }
-            Err(other) => return Err(lease::map_database_error(ctx.path, other)),
+    let opened = lease::open_with_retry(ctx.path, ctx.deadline, ctx.started, sync, || {
+        ReadOnlyDatabase::open(ctx.path)
+    })?;
+    match opened {
+        Ok(db) => Ok(ReadHandle::ReadOnly(db)),
+        Err(redb::DatabaseError::RepairAborted) => {
+            let db = lease::open_database(ctx.path, ctx.deadline, ctx.started, sync)?;
+            Ok(ReadHandle::Repaired(db))
         }
+        Err(other) => Err(lease::map_database_error(ctx.path, other)),
     }
 }
 
@@ -1150,6 +1137,11 @@ fn read_u64(
         .try_into()
         .map_err(|_| StoreError::corrupt(path, format!("meta field {name} is malformed")))?;
     Ok(Some(u64::from_le_bytes(bytes)))
+}
+
+/// Checks the meta table: a membolt store of a schema this version reads.
+pub(crate) fn check_meta(rtx: &redb::ReadTransaction, path: &Path) -> Result<()> {
+    read_meta(rtx, path).map(drop)
 }
 
 /// Reads and checks the meta table: a membolt store of a schema we read.

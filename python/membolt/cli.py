@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import tools
+from . import _core, tools, transfer
 from .errors import MemboltError
 from .store import MemoryStore, project_store_path
 
@@ -88,6 +88,58 @@ def cmd_stats(args: argparse.Namespace) -> None:
         print(f"newest:  {newest.key} ({_iso(newest.updated_at)})")
 
 
+def cmd_export(args: argparse.Namespace) -> None:
+    store = open_store(args)
+    if args.output in (None, "-"):
+        count = transfer.export(store, sys.stdout)
+    else:
+        with open(args.output, "w", encoding="utf-8") as out:
+            count = transfer.export(store, out)
+    print(f"exported {count} entries", file=sys.stderr)
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    show_progress = sys.stderr.isatty()
+
+    def progress(lines: int) -> None:
+        if show_progress:
+            print(f"\rchecking: {lines:,} lines", end="", file=sys.stderr, flush=True)
+
+    with open(args.file, encoding="utf-8") as source:
+        entries = transfer.parse(source, progress)
+    if show_progress:
+        print(f"\rwriting {len(entries):,} entries ...", end="", file=sys.stderr, flush=True)
+    written = transfer.import_entries(open_store(args), entries)
+    if show_progress:
+        print("\r", end="", file=sys.stderr)
+    print(f"imported {len(entries)} entries ({written} new or changed)")
+
+
+def cmd_query(args: argparse.Namespace) -> None:
+    from .agent import AgentMemory
+
+    result = AgentMemory(open_store(args)).query(args.expression, args.limit)
+    print(tools.query_text(result))
+
+
+def cmd_doctor(args: argparse.Namespace) -> None:
+    path = _store_location(args)
+    if not path.exists():
+        raise CommandError(f"no store at {path}")
+    report = _core._inspect(path, args.timeout)
+    print(f"store:   {path}")
+    print(f"size:    {report['file_bytes']} bytes")
+    print(f"entries: {report['entries']}")
+    for note in report["notes"]:
+        print(f"note:    {note}")
+    for problem in report["problems"]:
+        print(f"PROBLEM: {problem}")
+    count = report["problem_count"]
+    if count:
+        raise CommandError(f"{count} problem(s) found in {path}")
+    print("ok: no problems found")
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     from .demo import run_demo
 
@@ -141,6 +193,15 @@ def build_parser() -> argparse.ArgumentParser:
     command("search", cmd_search, "case-insensitive substring search").add_argument("query")
     command("stats", cmd_stats, "entries per type, file size, oldest and newest entry")
     command("demo", cmd_demo, "a short scripted agent session in a throwaway store")
+    export = command("export", cmd_export, "write every entry as JSONL (a backup)")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    command(
+        "import", cmd_import, "read entries from a JSONL export (or the seed format)"
+    ).add_argument("file")
+    query = command("query", cmd_query, "run a memory_query expression, print its JSON")
+    query.add_argument("expression")
+    query.add_argument("--limit", type=int, default=50, help="rows shown (default 50, max 500)")
+    command("doctor", cmd_doctor, "read-only integrity check of the store file")
     return parser
 
 

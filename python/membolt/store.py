@@ -59,7 +59,9 @@ def project_store_path(
 
 
 BatchItem = (
-    tuple[str, str] | tuple[str, str, str | None] | tuple[str, str, str | None, Sequence[str] | None]
+    tuple[str, str]
+    | tuple[str, str, str | None]
+    | tuple[str, str, str | None, Sequence[str] | None]
 )
 SaveArgs = tuple[object, object, object, str, object, object, "str | None"]
 
