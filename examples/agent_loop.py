@@ -100,7 +100,9 @@ class ScriptedModel:
 
 def run_bash(cmd: str) -> str:
     """The agent's own tool (a real shell command, with a timeout)."""
-    done = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        cmd, shell=True, capture_output=True, text=True, timeout=60, check=False
+    )
     return (done.stdout + done.stderr).strip() or f"(exit status {done.returncode})"
 
 
@@ -181,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     store = membolt.MemoryStore(Path(args.db)) if args.db else membolt.get_or_create_store()
     memory = AgentMemory(store)
-    resumed = any(True for _ in store.keys())
+    resumed = len(store) > 0
     memory.start_session(model=args.model, backend="openai", resumed=resumed)
     if args.live:
         api_key = os.environ.get("OPENAI_API_KEY", "")
