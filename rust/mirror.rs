@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::entry::Entry;
+use crate::render_index::RenderIndex;
 use crate::search::SearchIndex;
 
 /// Orders entries oldest to newest: by `updated_at`, then key
@@ -34,6 +35,7 @@ pub struct Mirror {
     /// parent key -> keys of entries that reference it (the parent need not exist).
     children: HashMap<Arc<str>, BTreeSet<Arc<str>>>,
     search: SearchIndex,
+    render: RenderIndex,
 }
 
 impl Mirror {
@@ -102,9 +104,14 @@ impl Mirror {
         &self.search
     }
 
+    /// The indexes of the `<memory>` block.
+    pub fn render_index(&self) -> &RenderIndex {
+        &self.render
+    }
+
     /// Adds or replaces an entry; returns the one it replaced.
     pub fn insert(&mut self, entry: Arc<Entry>) -> Option<Arc<Entry>> {
-        let previous = self.remove(&entry.key);
+        let previous = self.unindex(&entry.key);
         self.recency.insert(recency_of(&entry));
         self.by_type
             .entry(entry.kind.clone())
@@ -118,11 +125,21 @@ impl Mirror {
         }
         self.search.upsert(&entry);
         self.clock = self.clock.max(entry.updated_at);
+        self.render
+            .upsert(&entry, previous.as_ref(), self.children.get(&entry.key));
         self.entries.insert(entry.key.clone(), entry);
         previous
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Arc<Entry>> {
+        let entry = self.unindex(key)?;
+        self.render.remove(&entry, self.children.get(key));
+        Some(entry)
+    }
+
+    /// Removes `key` from every index but `render` (which [`Mirror::insert`]
+    /// updates in place, keeping the entry's id).
+    fn unindex(&mut self, key: &str) -> Option<Arc<Entry>> {
         let entry = self.entries.remove(key)?;
         let stamp = recency_of(&entry);
         self.recency.remove(&stamp);
@@ -183,6 +200,7 @@ impl Mirror {
                 (kind, stamps.into_iter().collect())
             })
             .collect();
+        mirror.render = RenderIndex::from_entries(&entries);
         mirror.entries = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
         mirror
     }

@@ -41,6 +41,7 @@ use crate::entry::Entry;
 use crate::error::{Result, StoreError};
 use crate::lease::{self, LeaseHolder, SyncFile};
 use crate::mirror::Mirror;
+use crate::render;
 use crate::search;
 
 const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
@@ -287,6 +288,38 @@ impl Store {
             search::rank(&mut hits);
             let top = hits.into_iter().take(limit).map(|(e, _)| e).collect();
             (total, top)
+        })
+    }
+
+    /// The `<memory>` block (BEHAVIOUR §5) for `focus` within `max_tokens`;
+    /// ages are relative to `now_ms`, or to the current time when `None`.
+    pub fn render(&self, focus: &str, max_tokens: i64, now_ms: Option<i64>) -> Result<String> {
+        self.read(|m| render::render(m, focus, max_tokens, now_ms.unwrap_or_else(self::now_ms)))
+    }
+
+    /// The keys of the `limit` newest entries, newest first, and the number
+    /// of entries, read together.
+    pub fn newest_keys(&self, limit: usize) -> Result<(Vec<Arc<str>>, usize)> {
+        self.read(|m| {
+            let keys = m.newest_first().take(limit).map(|e| e.key.clone()).collect();
+            (keys, m.len())
+        })
+    }
+
+    /// The parts of the §5.9 system-prompt section, read together so that
+    /// they describe one state of the store: the `<memory>` block, the keys of
+    /// the `key_limit` newest entries (newest first) and the entry count.
+    pub fn prompt_parts(
+        &self,
+        focus: &str,
+        max_tokens: i64,
+        now_ms: Option<i64>,
+        key_limit: usize,
+    ) -> Result<(String, Vec<Arc<str>>, usize)> {
+        self.read(|m| {
+            let block = render::render(m, focus, max_tokens, now_ms.unwrap_or_else(self::now_ms));
+            let keys = m.newest_first().take(key_limit).map(|e| e.key.clone()).collect();
+            (block, keys, m.len())
         })
     }
 

@@ -384,12 +384,31 @@ pub fn focus_words(focus: &str) -> Vec<String> {
 pub fn focus_score<S: AsRef<str>>(words: &[S], key: &str, value: &str, entry_type: &str) -> u64 {
     let key = lower(key);
     let value = lower(value);
+    focus_score_with(
+        words.len(),
+        |i| word_tokens(&key).any(|token| token.starts_with(words[i].as_ref())),
+        |i| word_tokens(&value).any(|token| token.starts_with(words[i].as_ref())),
+        entry_type,
+    )
+}
+
+/// The §5.6 scoring rule itself, for callers that already know which words
+/// hit (the renderer answers `key_hit`/`value_hit` from its token-prefix
+/// index instead of re-tokenising every entry). `key_hit(i)` must tell
+/// whether significant word `i` (of `word_count`, repeats included) starts a
+/// word token of `lower(key)`, `value_hit(i)` the same for the value.
+#[must_use]
+pub fn focus_score_with(
+    word_count: usize,
+    mut key_hit: impl FnMut(usize) -> bool,
+    mut value_hit: impl FnMut(usize) -> bool,
+    entry_type: &str,
+) -> u64 {
     let mut score: u64 = 0;
-    for word in words {
-        let word = word.as_ref();
-        if word_tokens(&key).any(|token| token.starts_with(word)) {
+    for i in 0..word_count {
+        if key_hit(i) {
             score = score.saturating_add(2);
-        } else if word_tokens(&value).any(|token| token.starts_with(word)) {
+        } else if value_hit(i) {
             score = score.saturating_add(1);
         }
     }
@@ -397,6 +416,18 @@ pub fn focus_score<S: AsRef<str>>(words: &[S], key: &str, value: &str, entry_typ
         score = score.saturating_add(1);
     }
     score
+}
+
+/// True when some significant focus word (§5.6: at least 3 bytes, not a
+/// stopword) could be a prefix of the word token `token`, i.e. when some
+/// prefix of it of at least [`FOCUS_MIN_WORD_BYTES`] is not a stopword. Tokens
+/// for which this is false can never make an entry match a focus, so an index
+/// of tokens may leave them out.
+#[must_use]
+pub fn could_match_focus_word(token: &str) -> bool {
+    (FOCUS_MIN_WORD_BYTES..=token.len())
+        .filter_map(|end| token.get(..end))
+        .any(|prefix| !is_stopword(prefix))
 }
 
 // ---------------------------------------------------------------------------
@@ -876,6 +907,34 @@ mod tests {
         assert_eq!(focus_score(&["/users"], "/users", "/users", "x"), 0);
         // repeated words score again
         assert_eq!(focus_score(&["api", "api"], "api", "", "note"), 4);
+    }
+
+    #[test]
+    fn could_match_focus_word_rules() {
+        assert!(!could_match_focus_word("ab"));
+        assert!(!could_match_focus_word("the"));
+        assert!(!could_match_focus_word("and"));
+        assert!(could_match_focus_word("api"));
+        // `then` is a stopword, but `the` is too and `then` itself is: no
+        // significant word is a prefix of `then`.
+        assert!(!could_match_focus_word("then"));
+        // `thena` has the significant prefix `thena`.
+        assert!(could_match_focus_word("thena"));
+        // `would` is a stopword, but `wou` is not.
+        assert!(could_match_focus_word("would"));
+        // `this` is a stopword, but the focus word `thi` is a prefix of it.
+        assert!(could_match_focus_word("this"));
+    }
+
+    #[test]
+    fn focus_score_with_matches_focus_score() {
+        let words = focus_words("users endpoint users");
+        let key = "prompt:users";
+        let value = "an endpoint";
+        let direct = focus_score(&words, key, value, "prompt");
+        let with = focus_score_with(words.len(), |i| words[i] == "users", |i| words[i] != "zzz", "prompt");
+        assert_eq!(direct, with);
+        assert_eq!(direct, 6);
     }
 
     // ----- duplicates, cost -----

@@ -1,0 +1,275 @@
+//! The `<memory>` block (BEHAVIOUR §5): which entries are kept and how they
+//! are written.
+//!
+//! Every text rule comes from [`crate::text`]; every lookup goes through the
+//! indexes of [`RenderIndex`], so a render costs O(log n) per kept entry plus
+//! the focus words' postings plus the reference paths between kept entries,
+//! not O(store). The adopted interpretations of the spec are those of the
+//! plain-Python model `tests/reference_render.py`, which the tests compare
+//! this renderer with byte for byte:
+//! * priority entries' costs count against the budget;
+//! * the first-candidate rule forces the newest candidate only when the
+//!   priority set is empty;
+//! * "newest" in §5.2 is the largest `updated_at`, with the tie-break each
+//!   rule states.
+
+use std::cmp::Reverse;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::graph::{ancestry_chain, parents_first};
+use crate::mirror::Mirror;
+use crate::render_index::RenderIndex;
+use crate::text::{
+    MIN_DUPLICATE_BYTES, escape_line, focus_score_with, focus_words, normalize_value,
+    relative_age,
+};
+use crate::token_index::{IdSet, Side};
+
+/// The legend line, verbatim from §5.3.
+pub const LEGEND: &str = "Legend: workflow chain, parents before children. \"key [type]: value\"; \"<- P\" = derived from P; \"(same as K)\" = repeats K's fact; \"<== RESUME\" = continue here.";
+
+/// §5.1: budget bytes per token.
+pub const BYTES_PER_TOKEN: i64 = 4;
+
+/// §5.6: at most this many focus matches.
+pub const MAX_FOCUS_MATCHES: usize = 5;
+
+/// Renders the `<memory>` block of `mirror` for `focus` within `max_tokens`,
+/// ages relative to `now_ms`. An empty store renders `""`.
+pub fn render(mirror: &Mirror, focus: &str, max_tokens: i64, now_ms: i64) -> String {
+    let index = mirror.render_index();
+    if index.is_empty() {
+        return String::new();
+    }
+    let resume = index.resume_point();
+    let error = index.newest_unresolved_error();
+    let matches = focus_matches(index, &focus_words(focus));
+
+    // §5.2.4: the priority set, in a stable order (ids are only a set here).
+    let mut priority = IdSet::default();
+    for anchor in resume.into_iter().chain(matches).chain(error) {
+        priority.extend(ancestry_chain(index, anchor));
+    }
+    let max_bytes = if max_tokens > 0 {
+        max_tokens.saturating_mul(BYTES_PER_TOKEN)
+    } else {
+        0
+    };
+    let kept = fill(index, priority, max_bytes);
+    let order = parents_first(index, &kept);
+    format_block(index, &order, &kept, resume, error, now_ms)
+}
+
+/// §5.6 focus matches: the entries with a positive score, by score
+/// descending, then newest, then smaller key; the first
+/// [`MAX_FOCUS_MATCHES`].
+///
+/// Only entries holding a token that starts with some significant word can
+/// score, so the candidates come from the token-prefix index, together with
+/// which words hit the key and which the value; the score itself is the
+/// single §5.6 rule, [`focus_score_with`].
+fn focus_matches(index: &RenderIndex, words: &[String]) -> Vec<u32> {
+    if words.is_empty() {
+        return Vec::new();
+    }
+    // Repeated words score once per occurrence but are looked up once.
+    let mut distinct: Vec<&str> = Vec::new();
+    let word_slot: Vec<usize> = words
+        .iter()
+        .map(|word| {
+            distinct.iter().position(|d| d == word).unwrap_or_else(|| {
+                distinct.push(word);
+                distinct.len() - 1
+            })
+        })
+        .collect();
+    // Per candidate, a bit per distinct word for key hits, then one for value
+    // hits, in a flat arena.
+    let blocks = distinct.len().div_ceil(64);
+    let mut candidate_of: HashMap<u32, usize> = HashMap::new();
+    let mut candidates: Vec<u32> = Vec::new();
+    let mut bits: Vec<u64> = Vec::new();
+    let tokens = index.tokens();
+    for (slot, word) in distinct.iter().enumerate() {
+        tokens.for_each_with_prefix(word, |id, side| {
+            let candidate = *candidate_of.entry(id).or_insert_with(|| {
+                candidates.push(id);
+                bits.resize(bits.len() + 2 * blocks, 0);
+                candidates.len() - 1
+            });
+            let base = candidate * 2 * blocks + if side == Side::Key { 0 } else { blocks };
+            bits[base + slot / 64] |= 1 << (slot % 64);
+        });
+    }
+    let hit = |candidate: usize, side_offset: usize, word: usize| {
+        let slot = word_slot[word];
+        bits[candidate * 2 * blocks + side_offset + slot / 64] & (1 << (slot % 64)) != 0
+    };
+    let mut scored: Vec<(Reverse<u64>, Reverse<i64>, &str, u32)> = candidates
+        .iter()
+        .enumerate()
+        .filter_map(|(candidate, &id)| {
+            let entry = index.entry(id);
+            let score = focus_score_with(
+                words.len(),
+                |word| hit(candidate, 0, word),
+                |word| hit(candidate, blocks, word),
+                &entry.kind,
+            );
+            (score > 0).then(|| (Reverse(score), Reverse(entry.updated_at), &*entry.key, id))
+        })
+        .collect();
+    if scored.len() > MAX_FOCUS_MATCHES {
+        scored.select_nth_unstable(MAX_FOCUS_MATCHES - 1);
+        scored.truncate(MAX_FOCUS_MATCHES);
+    }
+    scored.sort_unstable();
+    scored.into_iter().map(|(_, _, _, id)| id).collect()
+}
+
+/// §5.1/§5.2.4–5: the priority entries (kept even past the budget, their
+/// costs charged first), then the other entries newest first, each kept if
+/// it fits in what is left (skipped otherwise: a smaller, older one may still
+/// fit). With no priority entry, the newest candidate is kept whatever its
+/// cost.
+fn fill(index: &RenderIndex, mut kept: IdSet, max_bytes: i64) -> IdSet {
+    let used: u64 = kept.iter().map(|&id| index.cost(id)).fold(0, u64::saturating_add);
+    let mut remaining = i128::from(max_bytes) - i128::from(used);
+    let tree = index.fill();
+    let mut pos = tree.slot_count();
+    if kept.is_empty() {
+        // First-candidate rule: the newest entry, whatever it costs.
+        if let Some(slot) = tree.last_fitting_below(pos, u64::MAX) {
+            let id = tree.id_at(slot).expect("a fitting slot is live");
+            kept.insert(id);
+            remaining -= i128::from(index.cost(id));
+            pos = slot;
+        }
+    }
+    while remaining >= 0 {
+        let limit = u64::try_from(remaining).unwrap_or(u64::MAX);
+        let Some(slot) = tree.last_fitting_below(pos, limit) else {
+            break;
+        };
+        pos = slot;
+        let id = tree.id_at(slot).expect("a fitting slot is live");
+        if kept.insert(id) {
+            remaining -= i128::from(index.cost(id));
+        }
+        // else: a priority entry, already kept and charged.
+    }
+    kept
+}
+
+/// §5.3 format: tags, legend, map line, entry lines, downstream line.
+fn format_block(
+    index: &RenderIndex,
+    order: &[u32],
+    kept: &IdSet,
+    resume: Option<u32>,
+    error: Option<u32>,
+    now_ms: i64,
+) -> String {
+    let mut out = String::with_capacity(256 + 128 * order.len());
+    out.push_str("<memory>\n");
+    out.push_str(LEGEND);
+    out.push('\n');
+
+    // Map line: counts per type in order of first appearance ("" counts as
+    // note).
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for &id in order {
+        let kind = &*index.entry(id).kind;
+        let kind = if kind.is_empty() { "note" } else { kind };
+        match counts.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((kind, 1)),
+        }
+    }
+    out.push_str("map: ");
+    for (i, (kind, n)) in counts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "{n} {}", escape_line(kind));
+    }
+    if let Some(resume) = resume {
+        let entry = index.entry(resume);
+        let _ = write!(
+            out,
+            " | resume: {} ({})",
+            escape_line(&entry.key),
+            relative_age(now_ms, entry.updated_at)
+        );
+    }
+    if let Some(error) = error {
+        let _ = write!(out, " | error: {}", escape_line(&index.entry(error).key));
+    }
+    out.push('\n');
+
+    // Entry lines, with the first key seen for each normalised value.
+    let mut first_with_value: HashMap<String, &str> = HashMap::new();
+    for &id in order {
+        let entry = index.entry(id);
+        out.push_str(&escape_line(&entry.key));
+        if !entry.kind.is_empty() {
+            let _ = write!(out, " [{}]", escape_line(&entry.kind));
+        }
+        out.push_str(": ");
+        out.push_str(&escape_line(&entry.value));
+        let mut parents = entry
+            .references
+            .iter()
+            .filter(|reference| index.id(reference).is_some_and(|p| kept.contains(&p)))
+            .peekable();
+        if parents.peek().is_some() {
+            out.push_str("  <- ");
+            for (i, parent) in parents.enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&escape_line(parent));
+            }
+        }
+        let normalized = normalize_value(&entry.value);
+        if normalized.len() >= MIN_DUPLICATE_BYTES {
+            match first_with_value.get(&normalized) {
+                Some(first) => {
+                    let _ = write!(out, "  (same as {})", escape_line(first));
+                }
+                None => {
+                    first_with_value.insert(normalized, &entry.key);
+                }
+            }
+        }
+        if resume == Some(id) {
+            out.push_str("  <== RESUME");
+        }
+        out.push('\n');
+    }
+
+    // Downstream line: the rendered children of the resume entry, by key.
+    if let Some(resume) = resume {
+        let resume_key = &index.entry(resume).key;
+        let mut children: Vec<&str> = order
+            .iter()
+            .map(|&id| index.entry(id))
+            .filter(|entry| entry.references.contains(resume_key))
+            .map(|entry| &*entry.key)
+            .collect();
+        if !children.is_empty() {
+            children.sort_unstable();
+            let _ = write!(out, "downstream of {}: ", escape_line(resume_key));
+            for (i, child) in children.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&escape_line(child));
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str("</memory>");
+    out
+}

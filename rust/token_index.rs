@@ -1,0 +1,286 @@
+//! Token-prefix index for focus matching (BEHAVIOUR §5.6).
+//!
+//! Maps each word token of `lower(key)` and of `lower(value)` (the §5.5 word
+//! tokens, via [`crate::text::word_tokens`]) to the entries holding it, so the
+//! entries a focus word can score on are found by a range scan over the
+//! tokens starting with that word, instead of tokenising the whole store.
+//!
+//! A posting is `id << 1 | 1` for a key token and `id << 1` for a value
+//! token; an entry holding a token in both has both postings. Tokens that no
+//! significant focus word can be a prefix of ([`could_match_focus_word`]) are
+//! not indexed.
+//!
+//! Invariant: for every indexed entry, exactly the postings derived from its
+//! current key and value are present, and no token maps to an empty set.
+
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Bound;
+
+use crate::entry::Entry;
+use crate::text::{could_match_focus_word, lower, word_tokens};
+
+/// Posting sets larger than this switch from a vector to a hash set, so that
+/// removing one posting of a very common token stays O(1).
+const SMALL_POSTINGS: usize = 32;
+
+/// A hasher for `u32` ids: one multiplication (ids are not attacker-chosen,
+/// and iteration order never reaches the output).
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (u64::from(n) ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+pub type IdBuildHasher = BuildHasherDefault<IdHasher>;
+pub type IdSet = HashSet<u32, IdBuildHasher>;
+
+#[derive(Debug, Clone)]
+enum Postings {
+    One(u32),
+    Few(Vec<u32>),
+    Many(Box<IdSet>),
+}
+
+impl Postings {
+    fn insert(&mut self, posting: u32) {
+        match self {
+            Postings::One(existing) => {
+                if *existing != posting {
+                    *self = Postings::Few(vec![*existing, posting]);
+                }
+            }
+            Postings::Few(list) => {
+                if !list.contains(&posting) {
+                    list.push(posting);
+                    if list.len() > SMALL_POSTINGS {
+                        *self = Postings::Many(Box::new(list.iter().copied().collect()));
+                    }
+                }
+            }
+            Postings::Many(set) => {
+                set.insert(posting);
+            }
+        }
+    }
+
+    /// Removes `posting`; returns whether the set is now empty.
+    fn remove(&mut self, posting: u32) -> bool {
+        match self {
+            Postings::One(existing) => *existing == posting,
+            Postings::Few(list) => {
+                if let Some(at) = list.iter().position(|&p| p == posting) {
+                    list.swap_remove(at);
+                }
+                if list.len() == 1 {
+                    *self = Postings::One(list[0]);
+                }
+                list_is_empty(self)
+            }
+            Postings::Many(set) => {
+                set.remove(&posting);
+                set.is_empty()
+            }
+        }
+    }
+
+    fn for_each(&self, mut visit: impl FnMut(u32)) {
+        match self {
+            Postings::One(posting) => visit(*posting),
+            Postings::Few(list) => list.iter().copied().for_each(visit),
+            Postings::Many(set) => set.iter().copied().for_each(visit),
+        }
+    }
+}
+
+fn list_is_empty(postings: &Postings) -> bool {
+    matches!(postings, Postings::Few(list) if list.is_empty())
+}
+
+/// Which part of an entry a posting came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Key,
+    Value,
+}
+
+fn posting(id: u32, side: Side) -> u32 {
+    debug_assert!(id < 1 << 31);
+    (id << 1) | u32::from(side == Side::Key)
+}
+
+/// The distinct indexable tokens of `text` (lowered first).
+fn indexable_tokens(text: &str) -> Vec<Box<str>> {
+    let lowered = lower(text);
+    let mut tokens: Vec<&str> = word_tokens(&lowered)
+        .filter(|token| could_match_focus_word(token))
+        .collect();
+    tokens.sort_unstable();
+    tokens.dedup();
+    tokens.into_iter().map(Box::from).collect()
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TokenIndex {
+    tokens: BTreeMap<Box<str>, Postings>,
+}
+
+impl TokenIndex {
+    /// Builds the index over `(id, entry)` pairs in one pass.
+    pub fn build<'a>(entries: impl Iterator<Item = (u32, &'a Entry)>) -> TokenIndex {
+        // Hashing while collecting, then one sort, is much faster than
+        // inserting every posting into an ordered map.
+        let mut collected: std::collections::HashMap<Box<str>, Postings> =
+            std::collections::HashMap::new();
+        for (id, entry) in entries {
+            for (text, side) in [(&*entry.key, Side::Key), (&*entry.value, Side::Value)] {
+                for token in indexable_tokens(text) {
+                    let posting = posting(id, side);
+                    match collected.get_mut(&token) {
+                        Some(postings) => postings.insert(posting),
+                        None => {
+                            collected.insert(token, Postings::One(posting));
+                        }
+                    }
+                }
+            }
+        }
+        TokenIndex {
+            tokens: collected.into_iter().collect(),
+        }
+    }
+
+    pub fn insert(&mut self, id: u32, entry: &Entry) {
+        for (text, side) in [(&*entry.key, Side::Key), (&*entry.value, Side::Value)] {
+            for token in indexable_tokens(text) {
+                let posting = posting(id, side);
+                match self.tokens.get_mut(&token) {
+                    Some(postings) => postings.insert(posting),
+                    None => {
+                        self.tokens.insert(token, Postings::One(posting));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes the postings of `entry` (as it was indexed under `id`).
+    pub fn remove(&mut self, id: u32, entry: &Entry) {
+        for (text, side) in [(&*entry.key, Side::Key), (&*entry.value, Side::Value)] {
+            for token in indexable_tokens(text) {
+                if let Some(postings) = self.tokens.get_mut(&token)
+                    && postings.remove(posting(id, side))
+                {
+                    self.tokens.remove(&token);
+                }
+            }
+        }
+    }
+
+    /// Calls `visit(id, side)` for every posting of every token that starts
+    /// with `prefix`. An entry can be visited several times (once per
+    /// matching token and side).
+    pub fn for_each_with_prefix(&self, prefix: &str, mut visit: impl FnMut(u32, Side)) {
+        let range = self
+            .tokens
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(token, _)| token.starts_with(prefix));
+        for (_, postings) in range {
+            postings.for_each(|p| {
+                let side = if p & 1 == 1 { Side::Key } else { Side::Value };
+                visit(p >> 1, side);
+            });
+        }
+    }
+
+    #[cfg(test)]
+    fn token_count(&self) -> usize {
+        self.tokens.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn entry(key: &str, value: &str) -> Entry {
+        Entry {
+            key: key.into(),
+            value: value.into(),
+            kind: "note".into(),
+            namespace: "".into(),
+            references: Vec::new(),
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    fn hits(index: &TokenIndex, prefix: &str) -> Vec<(u32, Side)> {
+        let mut out = Vec::new();
+        index.for_each_with_prefix(prefix, |id, side| out.push((id, side)));
+        out.sort_by_key(|&(id, side)| (id, side == Side::Key));
+        out.dedup();
+        out
+    }
+
+    #[test]
+    fn finds_key_and_value_tokens_by_prefix() {
+        let mut index = TokenIndex::default();
+        index.insert(1, &entry("error:Migration", "the migrate step"));
+        index.insert(2, &entry("note", "MIGRATED fine; ab the"));
+        assert_eq!(hits(&index, "migrat"), [(1, Side::Value), (1, Side::Key), (2, Side::Value)]);
+        assert_eq!(hits(&index, "migration"), [(1, Side::Key)]);
+        assert_eq!(hits(&index, "err"), [(1, Side::Key)]);
+        assert!(hits(&index, "/mig").is_empty());
+        // Short tokens and 3-byte stopwords are not indexed.
+        assert!(hits(&index, "ab").is_empty());
+        assert!(hits(&index, "the").is_empty());
+    }
+
+    #[test]
+    fn remove_undoes_insert_and_big_posting_sets_work() {
+        let mut index = TokenIndex::default();
+        let entries: Vec<Arc<Entry>> = (0..100)
+            .map(|i| Arc::new(entry(&format!("k{i}"), "shared token build")))
+            .collect();
+        for (id, e) in entries.iter().enumerate() {
+            index.insert(id as u32, e);
+        }
+        assert_eq!(hits(&index, "buil").len(), 100);
+        for (id, e) in entries.iter().enumerate().skip(1) {
+            index.remove(id as u32, e);
+        }
+        assert_eq!(hits(&index, "build"), [(0, Side::Value)]);
+        index.remove(0, &entries[0]);
+        assert_eq!(index.token_count(), 0);
+    }
+
+    #[test]
+    fn bulk_build_equals_incremental_inserts() {
+        let entries: Vec<Entry> = (0..50)
+            .map(|i| entry(&format!("key{}", i % 7), &format!("value {} api{}", i, i % 3)))
+            .collect();
+        let bulk = TokenIndex::build(entries.iter().enumerate().map(|(i, e)| (i as u32, e)));
+        let mut incremental = TokenIndex::default();
+        for (i, e) in entries.iter().enumerate() {
+            incremental.insert(i as u32, e);
+        }
+        for prefix in ["api", "api1", "key", "key3", "val", "value", "zzz"] {
+            assert_eq!(hits(&bulk, prefix), hits(&incremental, prefix), "{prefix}");
+        }
+    }
+}
