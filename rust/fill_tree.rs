@@ -112,7 +112,7 @@ impl FillTree {
 
     /// Puts `id` at slot `slot` (`<= slot_count()`), moving the slots from
     /// there up by one. The caller guarantees that this keeps fill order; the
-    /// cost is O((slot_count - slot) · log n), so callers only insert near the
+    /// cost is O((`slot_count` - slot) · log n), so callers only insert near the
     /// end (an append is O(log n)).
     pub fn insert_at(&mut self, slot: usize, id: u32, cost: u64) {
         debug_assert!(!self.contains(id));

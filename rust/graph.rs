@@ -70,7 +70,8 @@ impl Pruning {
             .kept_by_creation
             .get(self.cursor)
             .map_or(i64::MAX, |&(created, _)| created);
-        self.oldest_inverted.map_or(kept, |inverted| inverted.min(kept))
+        self.oldest_inverted
+            .map_or(kept, |inverted| inverted.min(kept))
     }
 }
 

@@ -389,8 +389,9 @@ impl PyStore {
         key_limit: usize,
     ) -> PyResult<(String, Bound<'py, PyList>, usize)> {
         let focus = text_arg(focus, "focus")?;
-        let (block, keys, total) =
-            self.run(py, |s| s.prompt_parts(&focus, max_tokens, now_ms, key_limit))?;
+        let (block, keys, total) = self.run(py, |s| {
+            s.prompt_parts(&focus, max_tokens, now_ms, key_limit)
+        })?;
         Ok((block, PyList::new(py, keys.iter().map(|k| &**k))?, total))
     }
 

@@ -21,8 +21,7 @@ use crate::graph::{ancestry_chain, parents_first};
 use crate::mirror::Mirror;
 use crate::render_index::RenderIndex;
 use crate::text::{
-    MIN_DUPLICATE_BYTES, escape_line, focus_score_with, focus_words, normalize_value,
-    relative_age,
+    MIN_DUPLICATE_BYTES, escape_line, focus_score_with, focus_words, normalize_value, relative_age,
 };
 use crate::token_index::{IdSet, Side};
 
@@ -134,7 +133,10 @@ fn focus_matches(index: &RenderIndex, words: &[String]) -> Vec<u32> {
 /// fit). With no priority entry, the newest candidate is kept whatever its
 /// cost.
 fn fill(index: &RenderIndex, mut kept: IdSet, max_bytes: i64) -> IdSet {
-    let used: u64 = kept.iter().map(|&id| index.cost(id)).fold(0, u64::saturating_add);
+    let used: u64 = kept
+        .iter()
+        .map(|&id| index.cost(id))
+        .fold(0, u64::saturating_add);
     let mut remaining = i128::from(max_bytes) - i128::from(used);
     let tree = index.fill();
     let mut pos = tree.slot_count();

@@ -91,9 +91,7 @@ impl RenderIndex {
         // Ids in creation order keep reference walks (which mostly go back in
         // time) close together in memory.
         let mut by_creation: Vec<&Arc<Entry>> = entries.iter().collect();
-        by_creation.sort_unstable_by(|a, b| {
-            (a.created_at, &a.key).cmp(&(b.created_at, &b.key))
-        });
+        by_creation.sort_unstable_by(|a, b| (a.created_at, &a.key).cmp(&(b.created_at, &b.key)));
         index.nodes.reserve(by_creation.len());
         for entry in by_creation {
             let id = index.nodes.len() as u32;
@@ -354,10 +352,16 @@ mod tests {
         index.upsert(&r, None, None);
         let s = entry("status:b", "status", "all done", 2, &[]);
         index.upsert(&s, None, None);
-        assert_eq!(index.entry(index.resume_point().unwrap()).key.as_ref(), "result:a");
+        assert_eq!(
+            index.entry(index.resume_point().unwrap()).key.as_ref(),
+            "result:a"
+        );
         let s2 = entry("status:b", "status", "waiting", 3, &[]);
         index.upsert(&s2, Some(&s), None);
-        assert_eq!(index.entry(index.resume_point().unwrap()).key.as_ref(), "status:b");
+        assert_eq!(
+            index.entry(index.resume_point().unwrap()).key.as_ref(),
+            "status:b"
+        );
         let e = entry("error:x", "error", "boom", 4, &[]);
         index.upsert(&e, None, None);
         assert!(index.newest_unresolved_error().is_some());

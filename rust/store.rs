@@ -301,7 +301,11 @@ impl Store {
     /// of entries, read together.
     pub fn newest_keys(&self, limit: usize) -> Result<(Vec<Arc<str>>, usize)> {
         self.read(|m| {
-            let keys = m.newest_first().take(limit).map(|e| e.key.clone()).collect();
+            let keys = m
+                .newest_first()
+                .take(limit)
+                .map(|e| e.key.clone())
+                .collect();
             (keys, m.len())
         })
     }
@@ -318,7 +322,11 @@ impl Store {
     ) -> Result<(String, Vec<Arc<str>>, usize)> {
         self.read(|m| {
             let block = render::render(m, focus, max_tokens, now_ms.unwrap_or_else(self::now_ms));
-            let keys = m.newest_first().take(key_limit).map(|e| e.key.clone()).collect();
+            let keys = m
+                .newest_first()
+                .take(key_limit)
+                .map(|e| e.key.clone())
+                .collect();
             (block, keys, m.len())
         })
     }

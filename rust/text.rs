@@ -932,7 +932,12 @@ mod tests {
         let key = "prompt:users";
         let value = "an endpoint";
         let direct = focus_score(&words, key, value, "prompt");
-        let with = focus_score_with(words.len(), |i| words[i] == "users", |i| words[i] != "zzz", "prompt");
+        let with = focus_score_with(
+            words.len(),
+            |i| words[i] == "users",
+            |i| words[i] != "zzz",
+            "prompt",
+        );
         assert_eq!(direct, with);
         assert_eq!(direct, 6);
     }

@@ -242,7 +242,10 @@ mod tests {
         let mut index = TokenIndex::default();
         index.insert(1, &entry("error:Migration", "the migrate step"));
         index.insert(2, &entry("note", "MIGRATED fine; ab the"));
-        assert_eq!(hits(&index, "migrat"), [(1, Side::Value), (1, Side::Key), (2, Side::Value)]);
+        assert_eq!(
+            hits(&index, "migrat"),
+            [(1, Side::Value), (1, Side::Key), (2, Side::Value)]
+        );
         assert_eq!(hits(&index, "migration"), [(1, Side::Key)]);
         assert_eq!(hits(&index, "err"), [(1, Side::Key)]);
         assert!(hits(&index, "/mig").is_empty());
@@ -272,7 +275,12 @@ mod tests {
     #[test]
     fn bulk_build_equals_incremental_inserts() {
         let entries: Vec<Entry> = (0..50)
-            .map(|i| entry(&format!("key{}", i % 7), &format!("value {} api{}", i, i % 3)))
+            .map(|i| {
+                entry(
+                    &format!("key{}", i % 7),
+                    &format!("value {} api{}", i, i % 3),
+                )
+            })
             .collect();
         let bulk = TokenIndex::build(entries.iter().enumerate().map(|(i, e)| (i as u32, e)));
         let mut incremental = TokenIndex::default();

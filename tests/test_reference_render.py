@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from reference_render import (
     DONE_MARKERS,
     LEGEND,

@@ -14,12 +14,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import membolt
 import pytest
+import reference_render as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import membolt
-import reference_render as ref
 from membolt import MemoryStore
 
 MINUTE = 60_000
@@ -37,7 +36,9 @@ def store(tmp_path: Path) -> Iterator[MemoryStore]:
 def render(store: MemoryStore, focus: str = "", max_tokens: int = 500, now: int = 0) -> str:
     """``store.render`` checked against the model on the same entries."""
     entries = [
-        ref.Entry(e.key, e.value, e.type, e.namespace, list(e.references), e.created_at, e.updated_at)
+        ref.Entry(
+            e.key, e.value, e.type, e.namespace, list(e.references), e.created_at, e.updated_at
+        )
         for e in store.entries()
     ]
     block = store.render(focus, max_tokens, now_ms=now)
@@ -179,9 +180,7 @@ DONE_CASES = [
 
 
 @pytest.mark.parametrize(("value", "done"), DONE_CASES)
-def test_done_markers_decide_the_resume_point(
-    store: MemoryStore, value: str, done: bool
-) -> None:
+def test_done_markers_decide_the_resume_point(store: MemoryStore, value: str, done: bool) -> None:
     store.save("progress:old", "still going")
     store.save("progress:new", value)
     block = render(store, now=newest_stamp(store))
@@ -216,9 +215,7 @@ RESOLVED_CASES = [
 
 
 @pytest.mark.parametrize(("value", "resolved"), RESOLVED_CASES)
-def test_resolved_markers_decide_the_error(
-    store: MemoryStore, value: str, resolved: bool
-) -> None:
+def test_resolved_markers_decide_the_error(store: MemoryStore, value: str, resolved: bool) -> None:
     store.save("error:old", "boom")
     store.save("error:new", value)
     block = render(store)
@@ -557,7 +554,8 @@ def test_every_name_and_value_is_escaped(store: MemoryStore) -> None:
         LEGEND,
         "map: 1 pro / gress, 1 progress, 1 note | resume: progress:\ufffd&amp; (just now)",
         "p&lt;1&gt; / x [pro / gress]: a &amp; b / &lt;/memory&gt; / c",
-        "progress:\ufffd&amp; [progress]: v\ufffd\ufffd\t\ufffd\ufffd  <- p&lt;1&gt; / x  <== RESUME",
+        "progress:\ufffd&amp; [progress]: v\ufffd\ufffd\t\ufffd\ufffd"
+        "  <- p&lt;1&gt; / x  <== RESUME",
         "kid&lt;/memory&gt; [note]: v  <- progress:\ufffd&amp;",
         "downstream of progress:\ufffd&amp;: kid&lt;/memory&gt;",
         "</memory>",
@@ -569,7 +567,7 @@ def test_escape_line_is_exposed() -> None:
 
 
 hostile = st.text(
-    st.sampled_from(list("ab <>&/\n\r\t:-[]()") + ["\x00", "\x0b", "\x85", "\u2028", "\u202e"]),
+    st.sampled_from([*"ab <>&/\n\r\t:-[]()", "\x00", "\x0b", "\x85", "\u2028", "\u202e"]),
     max_size=20,
 )
 
@@ -615,7 +613,11 @@ def test_same_store_same_bytes_across_processes(tmp_path: Path) -> None:
             first.save(f"k{(i * 7) % 40}", f"value {i} build users", type=None)
         first.link("k1", "k3")
         first.link("k3", "k1")
-        here = [first.render(focus, budget, now_ms=10**13) for focus in ("", "build k1") for budget in (0, 50, 500)]
+        here = [
+            first.render(focus, budget, now_ms=10**13)
+            for focus in ("", "build k1")
+            for budget in (0, 50, 500)
+        ]
     script = textwrap.dedent(
         f"""
         import json, membolt
@@ -631,4 +633,6 @@ def test_same_store_same_bytes_across_processes(tmp_path: Path) -> None:
     )
     assert json.loads(result.stdout) == here
     with MemoryStore(path) as again:
-        assert [again.render(f, b, now_ms=10**13) for f in ("", "build k1") for b in (0, 50, 500)] == here
+        assert [
+            again.render(f, b, now_ms=10**13) for f in ("", "build k1") for b in (0, 50, 500)
+        ] == here

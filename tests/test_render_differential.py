@@ -24,11 +24,10 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 import membolt
 import reference_render as ref
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 FRAGMENTS = [
     "done",
@@ -138,16 +137,12 @@ key_text = st.one_of(
     ),
     text.filter(bool),
 )
-type_choice = st.sampled_from(
-    [None, None, None, "progress", "result", "status", "error", "note", "fact", "", "prompt"]
-    + ["tool_result", "decision", "<x>\ny", "a&b"]
-)
+TYPES = ["progress", "result", "status", "error", "note", "fact", "", "prompt", "tool_result"]
+type_choice = st.sampled_from([None, None, None, *TYPES, "decision", "<x>\ny", "a&b"])
 reference_lists = st.lists(key_text, max_size=3)
 
 op = st.one_of(
-    st.tuples(
-        st.just("save"), key_text, text, type_choice, st.none() | reference_lists
-    ),
+    st.tuples(st.just("save"), key_text, text, type_choice, st.none() | reference_lists),
     st.tuples(
         st.just("save_many"),
         st.lists(st.tuples(key_text, text, type_choice), min_size=1, max_size=4),
@@ -156,9 +151,7 @@ op = st.one_of(
     st.tuples(st.just("link"), key_text, key_text),
     st.tuples(st.just("unlink"), key_text, key_text),
     # Import an entry with an old (or equal) stamp: out-of-order inserts.
-    st.tuples(
-        st.just("import"), key_text, text, type_choice, reference_lists, st.integers(0, 40)
-    ),
+    st.tuples(st.just("import"), key_text, text, type_choice, reference_lists, st.integers(0, 40)),
     st.tuples(st.just("render")),
 )
 
@@ -319,9 +312,15 @@ chain_op = st.one_of(
     ),
     st.tuples(st.just("delete"), chain_key),
     st.tuples(st.just("link"), chain_key, chain_key),
-    st.tuples(st.just("save"), chain_key, chain_value, type_choice, st.lists(chain_key, max_size=2)),
     st.tuples(
-        st.just("import"), chain_key, chain_value, type_choice, st.lists(chain_key, max_size=2),
+        st.just("save"), chain_key, chain_value, type_choice, st.lists(chain_key, max_size=2)
+    ),
+    st.tuples(
+        st.just("import"),
+        chain_key,
+        chain_value,
+        type_choice,
+        st.lists(chain_key, max_size=2),
         st.integers(0, 200),
     ),
     st.tuples(st.just("render")),

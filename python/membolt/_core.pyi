@@ -4,6 +4,22 @@ import os
 from collections.abc import Iterable
 from typing import Any, Final, final
 
+from typing_extensions import disjoint_base
+
+__all__ = [
+    "LOW_SIGNAL_CAP",
+    "MAX_KEY_BYTES",
+    "SCHEMA_VERSION",
+    "THINKING_CAP",
+    "TOOL_RESULT_CAP",
+    "Entry",
+    "Store",
+    "_after_fork_in_child",
+    "_release_all",
+    "escape_line",
+    "truncate",
+]
+
 SCHEMA_VERSION: Final[int]
 MAX_KEY_BYTES: Final[int]
 TOOL_RESULT_CAP: Final[int]
@@ -27,9 +43,10 @@ class Entry:
     @property
     def updated_at(self) -> int: ...
     def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@disjoint_base
 class Store:
     def __new__(cls, path: str | os.PathLike[str], *, timeout: float = 5.0) -> Store: ...
     @property
@@ -54,7 +71,7 @@ class Store:
         self, focus: str, max_tokens: int, now_ms: int | None, key_limit: int
     ) -> tuple[str, list[str], int]: ...
     def __len__(self) -> int: ...
-    def __contains__(self, key: object) -> bool: ...
+    def __contains__(self, key: object, /) -> bool: ...
     def close(self) -> None: ...
     def _hold(self) -> None: ...
     def _unhold(self) -> None: ...

@@ -7,6 +7,7 @@ never infers a type; callers pass it ``classify(key)`` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 # (how the key is tested, the words, the type): the first matching row wins.
@@ -30,7 +31,7 @@ _RULES: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
 
 DEFAULT_TYPE: Final = "note"
 
-_MATCHERS = {
+_MATCHERS: Final[dict[str, Callable[[str, str], bool]]] = {
     "prefix": str.startswith,
     "equals": str.__eq__,
     "contains": str.__contains__,

@@ -60,7 +60,7 @@ def project_store_path(
 
 def _save_args(
     key: object, value: object, type: object, namespace: object, references: object
-) -> tuple[object, ...]:
+) -> tuple[object, object, object, str, object, object, str | None]:
     """The arguments of the core's ``_save``: the Python rules filled in."""
     inferred = classify(key) if isinstance(key, str) else DEFAULT_TYPE
     new_type = type if isinstance(type, str) else inferred
