@@ -87,10 +87,8 @@ impl Pruning {
 pub fn parents_first(index: &RenderIndex, kept: &IdSet) -> Vec<u32> {
     let mut roots: Vec<u32> = kept.iter().copied().collect();
     roots.sort_unstable_by(|&a, &b| index.entry(a).key.cmp(&index.entry(b).key));
-    let mut kept_by_creation: Vec<(i64, u32)> = kept
-        .iter()
-        .map(|&id| (index.entry(id).created_at, id))
-        .collect();
+    let mut kept_by_creation: Vec<(i64, u32)> =
+        kept.iter().map(|&id| (index.created_at(id), id)).collect();
     kept_by_creation.sort_unstable();
     let mut pruning = Pruning {
         kept_by_creation,
@@ -117,7 +115,7 @@ pub fn parents_first(index: &RenderIndex, kept: &IdSet) -> Vec<u32> {
                 }
                 if !kept.contains(&parent)
                     && !index.has_inverted_reference(parent)
-                    && index.entry(parent).created_at <= pruning.threshold(&visited)
+                    && index.created_at(parent) <= pruning.threshold(&visited)
                 {
                     continue;
                 }

@@ -13,7 +13,6 @@
 //! * "newest" in §5.2 is the largest `updated_at`, with the tie-break each
 //!   rule states.
 
-use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -23,7 +22,7 @@ use crate::render_index::RenderIndex;
 use crate::text::{
     MIN_DUPLICATE_BYTES, escape_line, focus_score_with, focus_words, normalize_value, relative_age,
 };
-use crate::token_index::{IdSet, Side};
+use crate::token_index::{IdBuildHasher, IdSet, Side};
 
 /// The legend line, verbatim from §5.3.
 pub const LEGEND: &str = "Legend: workflow chain, parents before children. \"key [type]: value\"; \"<- P\" = derived from P; \"(same as K)\" = repeats K's fact; \"<== RESUME\" = continue here.";
@@ -86,7 +85,7 @@ fn focus_matches(index: &RenderIndex, words: &[String]) -> Vec<u32> {
     // Per candidate, a bit per distinct word for key hits, then one for value
     // hits, in a flat arena.
     let blocks = distinct.len().div_ceil(64);
-    let mut candidate_of: HashMap<u32, usize> = HashMap::new();
+    let mut candidate_of: HashMap<u32, usize, IdBuildHasher> = HashMap::default();
     let mut candidates: Vec<u32> = Vec::new();
     let mut bits: Vec<u64> = Vec::new();
     let tokens = index.tokens();
@@ -105,26 +104,33 @@ fn focus_matches(index: &RenderIndex, words: &[String]) -> Vec<u32> {
         let slot = word_slot[word];
         bits[candidate * 2 * blocks + side_offset + slot / 64] & (1 << (slot % 64)) != 0
     };
-    let mut scored: Vec<(Reverse<u64>, Reverse<i64>, &str, u32)> = candidates
+    // Ranked by (score, updated_at) first, both inline in the index; keys
+    // are read only to break exact ties.
+    let mut scored: Vec<(u64, i64, u32)> = candidates
         .iter()
         .enumerate()
         .filter_map(|(candidate, &id)| {
-            let entry = index.entry(id);
             let score = focus_score_with(
                 words.len(),
                 |word| hit(candidate, 0, word),
                 |word| hit(candidate, blocks, word),
-                &entry.kind,
+                index.focus_bonus(id),
             );
-            (score > 0).then(|| (Reverse(score), Reverse(entry.updated_at), &*entry.key, id))
+            (score > 0).then(|| (score, index.updated_at(id), id))
         })
         .collect();
+    let best_first = |a: &(u64, i64, u32), b: &(u64, i64, u32)| (b.0, b.1).cmp(&(a.0, a.1));
     if scored.len() > MAX_FOCUS_MATCHES {
-        scored.select_nth_unstable(MAX_FOCUS_MATCHES - 1);
-        scored.truncate(MAX_FOCUS_MATCHES);
+        // Keep the first MAX_FOCUS_MATCHES by (score, updated_at) and
+        // everything tied with the last of them.
+        let (_, &mut cutoff, _) = scored.select_nth_unstable_by(MAX_FOCUS_MATCHES - 1, best_first);
+        scored.retain(|candidate| best_first(candidate, &cutoff).is_le());
     }
-    scored.sort_unstable();
-    scored.into_iter().map(|(_, _, _, id)| id).collect()
+    scored.sort_unstable_by(|a, b| {
+        best_first(a, b).then_with(|| index.entry(a.2).key.cmp(&index.entry(b.2).key))
+    });
+    scored.truncate(MAX_FOCUS_MATCHES);
+    scored.into_iter().map(|(_, _, id)| id).collect()
 }
 
 /// §5.1/§5.2.4–5: the priority entries (kept even past the budget, their

@@ -26,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::entry::Entry;
 use crate::fill_tree::FillTree;
-use crate::text::{entry_cost, is_done, is_resolved};
+use crate::text::{entry_cost, focus_type_bonus, is_done, is_resolved};
 use crate::token_index::TokenIndex;
 
 /// How many slots from the end an out-of-order fill insert may shift before
@@ -50,12 +50,33 @@ const ERROR_TYPE: &str = "error";
 /// newest, then higher type rank, then smaller key.
 type ResumeOrder = (i64, u8, Reverse<Arc<str>>);
 
+/// What a render reads per entry. The stamps and the focus bonus are copies
+/// kept inline so that walks and focus scoring touch one array, not every
+/// entry's heap record.
 struct Node {
     entry: Arc<Entry>,
+    created_at: i64,
+    updated_at: i64,
+    /// [`focus_type_bonus`] of the entry's type.
+    focus_bonus: bool,
     /// Ids of the referenced entries that exist, in stored order.
     parents: Box<[u32]>,
     /// How many of `parents` were created no earlier than this entry.
     inverted: u32,
+}
+
+impl Node {
+    /// A node without links (see [`RenderIndex::refresh_links`]).
+    fn new(entry: &Arc<Entry>) -> Node {
+        Node {
+            entry: entry.clone(),
+            created_at: entry.created_at,
+            updated_at: entry.updated_at,
+            focus_bonus: focus_type_bonus(&entry.kind),
+            parents: Box::default(),
+            inverted: 0,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -96,11 +117,7 @@ impl RenderIndex {
         for entry in by_creation {
             let id = index.nodes.len() as u32;
             index.ids.insert(entry.key.clone(), id);
-            index.nodes.push(Some(Node {
-                entry: entry.clone(),
-                parents: Box::default(),
-                inverted: 0,
-            }));
+            index.nodes.push(Some(Node::new(entry)));
             index.list(id, entry);
         }
         for id in 0..index.nodes.len() as u32 {
@@ -120,10 +137,14 @@ impl RenderIndex {
         let id = if let Some(previous) = previous {
             let id = self.ids[&previous.key];
             self.unlist(id, previous);
-            self.nodes[id as usize]
+            let node = self.nodes[id as usize]
                 .as_mut()
-                .expect("a listed id has a node")
-                .entry = entry.clone();
+                .expect("a listed id has a node");
+            let parents = std::mem::take(&mut node.parents);
+            *node = Node {
+                parents,
+                ..Node::new(entry)
+            };
             id
         } else {
             let id = self.free.pop().unwrap_or_else(|| {
@@ -131,11 +152,7 @@ impl RenderIndex {
                 (self.nodes.len() - 1) as u32
             });
             self.ids.insert(entry.key.clone(), id);
-            self.nodes[id as usize] = Some(Node {
-                entry: entry.clone(),
-                parents: Box::default(),
-                inverted: 0,
-            });
+            self.nodes[id as usize] = Some(Node::new(entry));
             id
         };
         self.list(id, entry);
@@ -232,7 +249,7 @@ impl RenderIndex {
     /// Recomputes the existing-parent ids of `id` and its inverted count.
     fn refresh_links(&mut self, id: u32) {
         let node = self.nodes[id as usize].as_ref().expect("live id");
-        let created = node.entry.created_at;
+        let created = node.created_at;
         let parents: Box<[u32]> = node
             .entry
             .references
@@ -241,7 +258,7 @@ impl RenderIndex {
             .collect();
         let inverted = parents
             .iter()
-            .filter(|&&parent| self.entry(parent).created_at >= created)
+            .filter(|&&parent| self.created_at(parent) >= created)
             .count() as u32;
         let node = self.nodes[id as usize].as_mut().expect("live id");
         node.parents = parents;
@@ -265,12 +282,29 @@ impl RenderIndex {
 
     /// The entry of a live id.
     pub fn entry(&self, id: u32) -> &Arc<Entry> {
-        &self.nodes[id as usize].as_ref().expect("live id").entry
+        &self.node(id).entry
+    }
+
+    fn node(&self, id: u32) -> &Node {
+        self.nodes[id as usize].as_ref().expect("live id")
+    }
+
+    pub fn created_at(&self, id: u32) -> i64 {
+        self.node(id).created_at
+    }
+
+    pub fn updated_at(&self, id: u32) -> i64 {
+        self.node(id).updated_at
+    }
+
+    /// [`focus_type_bonus`] of the type of `id`.
+    pub fn focus_bonus(&self, id: u32) -> bool {
+        self.node(id).focus_bonus
     }
 
     /// Ids of the existing references of `id`, in stored order.
     pub fn parents(&self, id: u32) -> &[u32] {
-        &self.nodes[id as usize].as_ref().expect("live id").parents
+        &self.node(id).parents
     }
 
     /// Whether `id` has a reference to an entry created no earlier than it.

@@ -388,21 +388,29 @@ pub fn focus_score<S: AsRef<str>>(words: &[S], key: &str, value: &str, entry_typ
         words.len(),
         |i| word_tokens(&key).any(|token| token.starts_with(words[i].as_ref())),
         |i| word_tokens(&value).any(|token| token.starts_with(words[i].as_ref())),
-        entry_type,
+        focus_type_bonus(entry_type),
     )
+}
+
+/// §5.6: whether an entry of this type gets the +1 of a positive score
+/// (every type but empty, `note` and `fact`).
+#[must_use]
+pub fn focus_type_bonus(entry_type: &str) -> bool {
+    !matches!(entry_type, "" | "note" | "fact")
 }
 
 /// The §5.6 scoring rule itself, for callers that already know which words
 /// hit (the renderer answers `key_hit`/`value_hit` from its token-prefix
 /// index instead of re-tokenising every entry). `key_hit(i)` must tell
 /// whether significant word `i` (of `word_count`, repeats included) starts a
-/// word token of `lower(key)`, `value_hit(i)` the same for the value.
+/// word token of `lower(key)`, `value_hit(i)` the same for the value;
+/// `type_bonus` is [`focus_type_bonus`] of the entry's type.
 #[must_use]
 pub fn focus_score_with(
     word_count: usize,
     mut key_hit: impl FnMut(usize) -> bool,
     mut value_hit: impl FnMut(usize) -> bool,
-    entry_type: &str,
+    type_bonus: bool,
 ) -> u64 {
     let mut score: u64 = 0;
     for i in 0..word_count {
@@ -412,7 +420,7 @@ pub fn focus_score_with(
             score = score.saturating_add(1);
         }
     }
-    if score > 0 && !matches!(entry_type, "" | "note" | "fact") {
+    if score > 0 && type_bonus {
         score = score.saturating_add(1);
     }
     score
@@ -936,7 +944,7 @@ mod tests {
             words.len(),
             |i| words[i] == "users",
             |i| words[i] != "zzz",
-            "prompt",
+            focus_type_bonus("prompt"),
         );
         assert_eq!(direct, with);
         assert_eq!(direct, 6);

@@ -1,0 +1,8 @@
+"""Lets the benchmarks import the plain-Python model from ``tests/``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
