@@ -281,3 +281,102 @@ fn format_block(
     out.push_str("</memory>");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::entry::Entry;
+
+    fn entry(key: &str, kind: &str, value: &str, at: i64, refs: &[&str]) -> Arc<Entry> {
+        Arc::new(Entry {
+            key: key.into(),
+            value: value.into(),
+            kind: kind.into(),
+            namespace: "".into(),
+            references: refs.iter().map(|r| Arc::from(*r)).collect(),
+            created_at: at,
+            updated_at: at,
+        })
+    }
+
+    fn golden_a() -> Vec<Arc<Entry>> {
+        vec![
+            entry("prompt:build", "prompt", "Add /users endpoint", 0, &[]),
+            entry(
+                "tool:write_users",
+                "tool_result",
+                "wrote handlers/users.go",
+                2,
+                &["prompt:build"],
+            ),
+            entry(
+                "result:build",
+                "result",
+                "compiles; tests pending",
+                4,
+                &["tool:write_users"],
+            ),
+        ]
+    }
+
+    fn golden_a_text() -> String {
+        [
+            "<memory>",
+            LEGEND,
+            "map: 1 prompt, 1 tool_result, 1 result | resume: result:build (2m ago)",
+            "prompt:build [prompt]: Add /users endpoint",
+            "tool:write_users [tool_result]: wrote handlers/users.go  <- prompt:build",
+            "result:build [result]: compiles; tests pending  <- tool:write_users  <== RESUME",
+            "</memory>",
+        ]
+        .join("\n")
+    }
+
+    #[test]
+    fn golden_a_from_a_bulk_built_and_an_incremental_mirror() {
+        let bulk = Mirror::from_entries(golden_a(), vec![1], 0, 4);
+        assert_eq!(render(&bulk, "", 500, 4 + 120_000), golden_a_text());
+        let mut incremental = Mirror::default();
+        for e in golden_a() {
+            incremental.insert(e);
+            // Build the lazy indexes early so later inserts update them.
+            let _ = render(&incremental, "users", 500, 0);
+        }
+        assert_eq!(render(&incremental, "", 500, 4 + 120_000), golden_a_text());
+    }
+
+    #[test]
+    fn empty_mirror_renders_nothing() {
+        assert_eq!(render(&Mirror::default(), "x", 500, 0), "");
+    }
+
+    #[test]
+    fn budget_edges_do_not_overflow() {
+        let mirror = Mirror::from_entries(golden_a(), vec![1], 0, 4);
+        for max_tokens in [i64::MIN, -1, 0, 1, i64::MAX] {
+            let block = render(&mirror, "users", max_tokens, i64::MAX);
+            assert!(block.starts_with("<memory>\n") && block.ends_with("\n</memory>"));
+        }
+        let everything = render(&mirror, "", i64::MAX, i64::MIN);
+        assert_eq!(everything.lines().count(), 3 + 3 + 1);
+    }
+
+    #[test]
+    fn focus_matches_rank_by_score_then_newest_then_key() {
+        let entries = vec![
+            entry("b:alpha", "note", "x", 5, &[]),
+            entry("a:alpha", "note", "x", 5, &[]),
+            entry("c", "note", "alpha", 9, &[]),
+            entry("d:alpha", "decision", "x", 1, &[]),
+        ];
+        let mirror = Mirror::from_entries(entries, vec![1], 0, 9);
+        let index = mirror.render_index();
+        let keys: Vec<&str> = focus_matches(index, &["alpha".to_string()])
+            .into_iter()
+            .map(|id| &*index.entry(id).key)
+            .collect();
+        assert_eq!(keys, ["d:alpha", "a:alpha", "b:alpha", "c"]);
+    }
+}

@@ -300,14 +300,7 @@ impl Store {
     /// The keys of the `limit` newest entries, newest first, and the number
     /// of entries, read together.
     pub fn newest_keys(&self, limit: usize) -> Result<(Vec<Arc<str>>, usize)> {
-        self.read(|m| {
-            let keys = m
-                .newest_first()
-                .take(limit)
-                .map(|e| e.key.clone())
-                .collect();
-            (keys, m.len())
-        })
+        self.read(|m| (newest_keys(m, limit), m.len()))
     }
 
     /// The parts of the §5.9 system-prompt section, read together so that
@@ -321,13 +314,9 @@ impl Store {
         key_limit: usize,
     ) -> Result<(String, Vec<Arc<str>>, usize)> {
         self.read(|m| {
-            let block = render::render(m, focus, max_tokens, now_ms.unwrap_or_else(self::now_ms));
-            let keys = m
-                .newest_first()
-                .take(key_limit)
-                .map(|e| e.key.clone())
-                .collect();
-            (block, keys, m.len())
+            let now = now_ms.unwrap_or_else(self::now_ms);
+            let block = render::render(m, focus, max_tokens, now);
+            (block, newest_keys(m, key_limit), m.len())
         })
     }
 
@@ -957,6 +946,15 @@ impl Mirror {
         }
         (self.seq, self.clock) = saved;
     }
+}
+
+/// The keys of the `limit` newest entries, newest first.
+fn newest_keys(mirror: &Mirror, limit: usize) -> Vec<Arc<str>> {
+    mirror
+        .newest_first()
+        .take(limit)
+        .map(|e| e.key.clone())
+        .collect()
 }
 
 fn validate_save(request: &SaveRequest) -> Result<()> {
