@@ -104,6 +104,24 @@ impl FillTree {
             .filter(|&id| id != TOMBSTONE)
     }
 
+    /// `(slot, id)` of the live slots below `pos`, highest (newest) first.
+    pub fn live_below(&self, pos: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
+        self.slots[..pos.min(self.slots.len())]
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|&(_, &id)| id != TOMBSTONE)
+            .map(|(slot, &id)| (slot, id))
+    }
+
+    /// The slot of a live id.
+    pub fn slot(&self, id: u32) -> Option<usize> {
+        self.slot_of
+            .get(id as usize)
+            .filter(|&&slot| slot != NO_SLOT)
+            .map(|&slot| slot as usize)
+    }
+
     pub fn contains(&self, id: u32) -> bool {
         self.slot_of
             .get(id as usize)

@@ -20,7 +20,8 @@ use crate::graph::{ancestry_chain, parents_first};
 use crate::mirror::Mirror;
 use crate::render_index::RenderIndex;
 use crate::text::{
-    MIN_DUPLICATE_BYTES, escape_line, focus_score_with, focus_words, normalize_value, relative_age,
+    MIN_DUPLICATE_BYTES, escape_line, focus_score, focus_score_with, focus_words, normalize_value,
+    relative_age,
 };
 use crate::token_index::{IdBuildHasher, IdSet, Side};
 
@@ -59,18 +60,145 @@ pub fn render(mirror: &Mirror, focus: &str, max_tokens: i64, now_ms: i64) -> Str
     format_block(index, &order, &kept, resume, error, now_ms)
 }
 
+/// Bounds of the newest-first focus path ([`newest_first_matches`]).
+#[derive(Clone, Copy, Debug)]
+struct FocusLimits {
+    /// A word with more value postings than this is *frequent*.
+    frequent_postings: usize,
+    /// At most this many entries hitting an infrequent word are scored one
+    /// by one.
+    rare_entries: usize,
+    /// At most this many entries are walked newest-first.
+    walk: usize,
+}
+
+const FOCUS_LIMITS: FocusLimits = FocusLimits {
+    frequent_postings: 2048,
+    rare_entries: 1024,
+    walk: 512,
+};
+
 /// §5.6 focus matches: the entries with a positive score, by score
 /// descending, then newest, then smaller key; the first
 /// [`MAX_FOCUS_MATCHES`].
-///
-/// Only entries holding a token that starts with some significant word can
-/// score, so the candidates come from the token-prefix index, together with
-/// which words hit the key and which the value; the score itself is the
-/// single §5.6 rule, [`focus_score_with`].
 fn focus_matches(index: &RenderIndex, words: &[String]) -> Vec<u32> {
+    focus_matches_with(index, words, FOCUS_LIMITS)
+}
+
+fn focus_matches_with(index: &RenderIndex, words: &[String], limits: FocusLimits) -> Vec<u32> {
     if words.is_empty() {
         return Vec::new();
     }
+    newest_first_matches(index, words, limits)
+        .unwrap_or_else(|| matches_from_postings(index, words))
+}
+
+/// The focus matches when some words are frequent (in most entries, say),
+/// without scoring every entry that holds them; `None` when that would not
+/// be cheap, and then [`matches_from_postings`] answers.
+///
+/// Split the words into frequent and the rest. Entries holding an infrequent
+/// word are few: score each. Every other entry can only score on frequent
+/// words, so at most `ceiling` = the sum over frequent word occurrences of 2
+/// (if the word starts any key token) or 1, plus the type bonus. Walk the
+/// entries newest first (fill order, which is also the §5.6 tie-break order:
+/// newer, then smaller key), scoring each; once five scored entries rank
+/// above anything left unwalked (a score above `ceiling`, or `ceiling`
+/// itself from an entry newer than the walk position), no older entry can
+/// displace them. Scores come from the §5.6 rule itself ([`focus_score`]).
+fn newest_first_matches(
+    index: &RenderIndex,
+    words: &[String],
+    limits: FocusLimits,
+) -> Option<Vec<u32>> {
+    let tokens = index.tokens();
+    let mut ceiling: u64 = 1;
+    let mut any_frequent = false;
+    let mut rare: Vec<&str> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if words[..i].contains(word) {
+            // A repeat: counted with its first occurrence.
+        } else if tokens.count_with_prefix(word, Side::Value) > limits.frequent_postings {
+            any_frequent = true;
+            let per_hit = if tokens.count_with_prefix(word, Side::Key) > 0 {
+                2
+            } else {
+                1
+            };
+            let occurrences = words.iter().filter(|w| *w == word).count() as u64;
+            ceiling += per_hit * occurrences;
+        } else {
+            rare.push(word);
+        }
+    }
+    if !any_frequent {
+        return None;
+    }
+    let mut rare_hits = IdSet::default();
+    for word in rare {
+        tokens.for_each_with_prefix(word, |id, _| {
+            rare_hits.insert(id);
+        });
+        if rare_hits.len() > limits.rare_entries {
+            return None;
+        }
+    }
+    let fill = index.fill();
+    let score_of = |id: u32| {
+        let entry = index.entry(id);
+        focus_score(words, &entry.key, &entry.value, &entry.kind)
+    };
+    // (score, slot, id); a higher slot is newer, or as new with a smaller key.
+    let mut scored: Vec<(u64, usize, u32)> = rare_hits
+        .iter()
+        .filter_map(|&id| {
+            let score = score_of(id);
+            (score > 0).then(|| (score, fill.slot(id).expect("live id has a slot"), id))
+        })
+        .collect();
+    let above_ceiling = scored.iter().filter(|s| s.0 > ceiling).count();
+    let mut rare_at_ceiling: Vec<usize> = scored
+        .iter()
+        .filter(|s| s.0 == ceiling)
+        .map(|s| s.1)
+        .collect();
+    rare_at_ceiling.sort_unstable_by(|a, b| b.cmp(a));
+    let (mut rare_settled, mut walked_settled) = (0, 0);
+    let mut settled = above_ceiling >= MAX_FOCUS_MATCHES;
+    for (step, (slot, id)) in fill.live_below(fill.slot_count()).enumerate() {
+        if settled {
+            break;
+        }
+        if step == limits.walk {
+            return None;
+        }
+        if !rare_hits.contains(&id) {
+            let score = score_of(id);
+            if score > 0 {
+                scored.push((score, slot, id));
+                walked_settled += usize::from(score >= ceiling);
+            }
+        }
+        // Unwalked entries now all sit below `slot`.
+        while rare_at_ceiling
+            .get(rare_settled)
+            .is_some_and(|&s| s >= slot)
+        {
+            rare_settled += 1;
+        }
+        settled = above_ceiling + rare_settled + walked_settled >= MAX_FOCUS_MATCHES;
+    }
+    scored.sort_unstable_by_key(|&(score, slot, _)| std::cmp::Reverse((score, slot)));
+    scored.truncate(MAX_FOCUS_MATCHES);
+    Some(scored.into_iter().map(|(_, _, id)| id).collect())
+}
+
+/// The focus matches from the token-prefix index alone: only entries holding
+/// a token that starts with some significant word can score, so the
+/// candidates are those postings, together with which words hit the key and
+/// which the value; the score itself is the single §5.6 rule,
+/// [`focus_score_with`].
+fn matches_from_postings(index: &RenderIndex, words: &[String]) -> Vec<u32> {
     // Repeated words score once per occurrence but are looked up once.
     let mut distinct: Vec<&str> = Vec::new();
     let word_slot: Vec<usize> = words
@@ -378,5 +506,68 @@ mod tests {
             .map(|id| &*index.entry(id).key)
             .collect();
         assert_eq!(keys, ["d:alpha", "a:alpha", "b:alpha", "c"]);
+    }
+
+    /// The newest-first focus path (forced here with tiny limits) agrees
+    /// with scoring every candidate, on random stores and focus strings.
+    #[test]
+    fn newest_first_focus_path_agrees_with_full_scoring() {
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let vocabulary = [
+            "alpha", "alps", "beta", "gamma", "gam", "delta", "omega", "zeta",
+        ];
+        let kinds = ["note", "fact", "", "decision", "result"];
+        let mut forced = 0;
+        for round in 0..300 {
+            let size = 1 + next(60) as usize;
+            let mut mirror = Mirror::default();
+            for i in 0..size {
+                let mut value = String::new();
+                for _ in 0..next(5) {
+                    value.push_str(vocabulary[next(8) as usize]);
+                    value.push(' ');
+                }
+                let key_word = if next(4) == 0 {
+                    vocabulary[next(8) as usize]
+                } else {
+                    "k"
+                };
+                let key = format!("{key_word}:{}", next(40));
+                // Few distinct stamps, so ties on updated_at are common.
+                let at = next(size as u64 / 2 + 1) as i64;
+                mirror.insert(Arc::new(Entry {
+                    kind: kinds[next(5) as usize].into(),
+                    ..(*entry(&key, "", &value, at, &[])).clone()
+                }));
+                if i % 7 == 0 {
+                    let _ = render(&mirror, "alpha", 50, 0);
+                }
+            }
+            let index = mirror.render_index();
+            let words: Vec<String> = (0..=next(4))
+                .map(|_| {
+                    let word = vocabulary[next(8) as usize];
+                    word[..word.len().min(3 + next(2) as usize)].to_string()
+                })
+                .collect();
+            let limits = FocusLimits {
+                frequent_postings: next(6) as usize,
+                rare_entries: 1 + next(30) as usize,
+                walk: 1 + next(40) as usize,
+            };
+            let full = matches_from_postings(index, &words);
+            if let Some(fast) = newest_first_matches(index, &words, limits) {
+                forced += 1;
+                assert_eq!(fast, full, "round {round}: {words:?} {limits:?}");
+            }
+            assert_eq!(focus_matches_with(index, &words, limits), full);
+        }
+        assert!(forced > 50, "the newest-first path ran only {forced} times");
     }
 }

@@ -5,15 +5,15 @@
 //! entries a focus word can score on are found by a range scan over the
 //! tokens starting with that word, instead of tokenising the whole store.
 //!
-//! A posting is `id << 1 | 1` for a key token and `id << 1` for a value
-//! token; an entry holding a token in both has both postings. Tokens that no
-//! significant focus word can be a prefix of ([`could_match_focus_word`]) are
-//! not indexed.
+//! Key tokens and value tokens are kept in two maps (an entry holding a
+//! token in both is in both), so a focus word's key and value postings can be
+//! counted separately. Tokens that no significant focus word can be a prefix
+//! of ([`could_match_focus_word`]) are not indexed.
 //!
 //! Invariant: for every indexed entry, exactly the postings derived from its
 //! current key and value are present, and no token maps to an empty set.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
 
@@ -97,6 +97,22 @@ impl Postings {
         }
     }
 
+    fn len(&self) -> usize {
+        match self {
+            Postings::One(_) => 1,
+            Postings::Few(list) => list.len(),
+            Postings::Many(set) => set.len(),
+        }
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        match self {
+            Postings::One(posting) => *posting == id,
+            Postings::Few(list) => list.contains(&id),
+            Postings::Many(set) => set.contains(&id),
+        }
+    }
+
     fn for_each(&self, mut visit: impl FnMut(u32)) {
         match self {
             Postings::One(posting) => visit(*posting),
@@ -117,11 +133,6 @@ pub enum Side {
     Value,
 }
 
-fn posting(id: u32, side: Side) -> u32 {
-    debug_assert!(id < 1 << 31);
-    (id << 1) | u32::from(side == Side::Key)
-}
-
 /// The distinct indexable tokens of `text` (lowered first).
 fn indexable_tokens(text: &str) -> Vec<Box<str>> {
     let lowered = lower(text);
@@ -133,9 +144,28 @@ fn indexable_tokens(text: &str) -> Vec<Box<str>> {
     tokens.into_iter().map(Box::from).collect()
 }
 
+type TokenMap = BTreeMap<Box<str>, Postings>;
+
 #[derive(Debug, Clone, Default)]
 pub struct TokenIndex {
-    tokens: BTreeMap<Box<str>, Postings>,
+    key_tokens: TokenMap,
+    value_tokens: TokenMap,
+}
+
+/// The tokens of `map` starting with `prefix`, with their postings.
+fn with_prefix<'a>(map: &'a TokenMap, prefix: &'a str) -> impl Iterator<Item = &'a Postings> + 'a {
+    map.range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+        .take_while(move |(token, _)| token.starts_with(prefix))
+        .map(|(_, postings)| postings)
+}
+
+fn add(map: &mut TokenMap, token: Box<str>, id: u32) {
+    match map.get_mut(&token) {
+        Some(postings) => postings.insert(id),
+        None => {
+            map.insert(token, Postings::One(id));
+        }
+    }
 }
 
 impl TokenIndex {
@@ -143,50 +173,58 @@ impl TokenIndex {
     pub fn build<'a>(entries: impl Iterator<Item = (u32, &'a Entry)>) -> TokenIndex {
         // Hashing while collecting, then one sort, is much faster than
         // inserting every posting into an ordered map.
-        let mut collected: std::collections::HashMap<Box<str>, Postings> =
-            std::collections::HashMap::new();
+        let mut key_tokens: HashMap<Box<str>, Postings> = HashMap::new();
+        let mut value_tokens: HashMap<Box<str>, Postings> = HashMap::new();
         for (id, entry) in entries {
-            for (text, side) in [(&*entry.key, Side::Key), (&*entry.value, Side::Value)] {
+            for (text, map) in [
+                (&*entry.key, &mut key_tokens),
+                (&*entry.value, &mut value_tokens),
+            ] {
                 for token in indexable_tokens(text) {
-                    let posting = posting(id, side);
-                    match collected.get_mut(&token) {
-                        Some(postings) => postings.insert(posting),
+                    match map.get_mut(&token) {
+                        Some(postings) => postings.insert(id),
                         None => {
-                            collected.insert(token, Postings::One(posting));
+                            map.insert(token, Postings::One(id));
                         }
                     }
                 }
             }
         }
         TokenIndex {
-            tokens: collected.into_iter().collect(),
+            key_tokens: key_tokens.into_iter().collect(),
+            value_tokens: value_tokens.into_iter().collect(),
         }
     }
 
     pub fn insert(&mut self, id: u32, entry: &Entry) {
-        for (text, side) in [(&*entry.key, Side::Key), (&*entry.value, Side::Value)] {
-            for token in indexable_tokens(text) {
-                let posting = posting(id, side);
-                match self.tokens.get_mut(&token) {
-                    Some(postings) => postings.insert(posting),
-                    None => {
-                        self.tokens.insert(token, Postings::One(posting));
-                    }
-                }
-            }
+        for token in indexable_tokens(&entry.key) {
+            add(&mut self.key_tokens, token, id);
+        }
+        for token in indexable_tokens(&entry.value) {
+            add(&mut self.value_tokens, token, id);
         }
     }
 
     /// Removes the postings of `entry` (as it was indexed under `id`).
     pub fn remove(&mut self, id: u32, entry: &Entry) {
-        for (text, side) in [(&*entry.key, Side::Key), (&*entry.value, Side::Value)] {
+        for (text, map) in [
+            (&*entry.key, &mut self.key_tokens),
+            (&*entry.value, &mut self.value_tokens),
+        ] {
             for token in indexable_tokens(text) {
-                if let Some(postings) = self.tokens.get_mut(&token)
-                    && postings.remove(posting(id, side))
+                if let Some(postings) = map.get_mut(&token)
+                    && postings.remove(id)
                 {
-                    self.tokens.remove(&token);
+                    map.remove(&token);
                 }
             }
+        }
+    }
+
+    fn map(&self, side: Side) -> &TokenMap {
+        match side {
+            Side::Key => &self.key_tokens,
+            Side::Value => &self.value_tokens,
         }
     }
 
@@ -194,21 +232,27 @@ impl TokenIndex {
     /// with `prefix`. An entry can be visited several times (once per
     /// matching token and side).
     pub fn for_each_with_prefix(&self, prefix: &str, mut visit: impl FnMut(u32, Side)) {
-        let range = self
-            .tokens
-            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-            .take_while(|(token, _)| token.starts_with(prefix));
-        for (_, postings) in range {
-            postings.for_each(|p| {
-                let side = if p & 1 == 1 { Side::Key } else { Side::Value };
-                visit(p >> 1, side);
-            });
+        for side in [Side::Key, Side::Value] {
+            for postings in with_prefix(self.map(side), prefix) {
+                postings.for_each(|id| visit(id, side));
+            }
         }
+    }
+
+    /// How many postings the tokens starting with `prefix` have on `side`
+    /// (an upper bound of the number of entries they name).
+    pub fn count_with_prefix(&self, prefix: &str, side: Side) -> usize {
+        with_prefix(self.map(side), prefix).map(Postings::len).sum()
+    }
+
+    /// Whether entry `id` has, on `side`, a token starting with `prefix`.
+    pub fn has_prefix(&self, prefix: &str, side: Side, id: u32) -> bool {
+        with_prefix(self.map(side), prefix).any(|postings| postings.contains(id))
     }
 
     #[cfg(test)]
     fn token_count(&self) -> usize {
-        self.tokens.len()
+        self.key_tokens.len() + self.value_tokens.len()
     }
 }
 
@@ -247,6 +291,11 @@ mod tests {
             [(1, Side::Value), (1, Side::Key), (2, Side::Value)]
         );
         assert_eq!(hits(&index, "migration"), [(1, Side::Key)]);
+        assert_eq!(index.count_with_prefix("migrat", Side::Value), 2);
+        assert_eq!(index.count_with_prefix("migrat", Side::Key), 1);
+        assert!(index.has_prefix("migr", Side::Key, 1));
+        assert!(!index.has_prefix("migr", Side::Key, 2));
+        assert!(index.has_prefix("migr", Side::Value, 2));
         assert_eq!(hits(&index, "err"), [(1, Side::Key)]);
         assert!(hits(&index, "/mig").is_empty());
         // Short tokens and 3-byte stopwords are not indexed.
