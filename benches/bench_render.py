@@ -4,7 +4,8 @@ model at 100k in the same run (BEHAVIOUR §5; design.md performance targets).
 Run (release build first; benchmarks are disabled in the default pytest run)::
 
     maturin develop --release
-    pytest benches/bench_render.py --benchmark-enable --benchmark-columns=median,mean,min,max,rounds
+    pytest benches/bench_render.py --benchmark-enable --benchmark-time-unit=us \
+        --benchmark-columns=median,mean,min,max,rounds --benchmark-sort=name
 
 Stores are built the way an agent builds them: turns of extraction batches
 (``save_many``, so every batch is an auto-linked chain and tool results fan out
@@ -12,14 +13,16 @@ from the newest progress entry), each turn also overwriting the same few
 status keys (``turn:last``, ``last_action``, ``progress:progress``...), so
 long-lived keys are the newest while created long ago. Values are ~230 bytes
 of prose over a shared vocabulary plus a per-turn component name, so the
-focus below matches a handful of entries from the middle of the history
-(the pessimistic case for the parents-first walk). Built stores are cached
-under ``$TMPDIR/membolt-bench`` (delete it to rebuild). Caps are off while
-building: the sizes are the point.
+focus below matches a handful of entries from the middle of the history. A
+second shape, one auto-linked chain through the whole store (every entry
+reaches every older one), is the worst case of the parents-first walk.
+Built stores are cached under ``$TMPDIR/membolt-bench`` (delete it to
+rebuild). Caps are off while building: the sizes are the point.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import tempfile
@@ -187,11 +190,34 @@ def trim_batch(
     return out
 
 
-def store_path(size: int) -> Path:
-    path = BENCH_DIR / f"render-v{GENERATOR_VERSION}-{size}" / "memory.redb"
+def build_chain_store(path: Path, size: int) -> None:
+    """The worst case for the parents-first walk: one auto-linked chain
+    through the whole store (every entry a note whose parent is the newest
+    entry), no overwrites, so every entry reaches every older one."""
+    rng = random.Random(size)
+    store = membolt.MemoryStore(path, timeout=60)
+    started = time.perf_counter()
+    batch = 1000
+    for start in range(0, size, batch):
+        store.save_many(
+            [
+                (f"note:{i:07d}", prose(rng, i // 6), "note")
+                for i in range(start, min(size, start + batch))
+            ],
+            caps=False,
+        )
+    store.close()
+    print(f"built a {size}-entry chain in {time.perf_counter() - started:.1f} s")
+
+
+def store_path(size: int, shape: str = "agent") -> Path:
+    path = BENCH_DIR / f"render-v{GENERATOR_VERSION}-{shape}-{size}" / "memory.redb"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        build_store(path, size)
+        if shape == "agent":
+            build_store(path, size)
+        else:
+            build_chain_store(path, size)
     return path
 
 
@@ -208,13 +234,13 @@ def focus_for(size: int) -> str:
 BROAD_FOCUS = "timeout handler"
 
 
-_open: dict[int, membolt.MemoryStore] = {}
+_open: dict[tuple[int, str], membolt.MemoryStore] = {}
 
 
-def opened(size: int) -> membolt.MemoryStore:
-    if size not in _open:
-        _open[size] = membolt.MemoryStore(store_path(size), timeout=60)
-    return _open[size]
+def opened(size: int, shape: str = "agent") -> membolt.MemoryStore:
+    if (size, shape) not in _open:
+        _open[size, shape] = membolt.MemoryStore(store_path(size, shape), timeout=60)
+    return _open[size, shape]
 
 
 def now_of(store: membolt.MemoryStore) -> int:
@@ -230,6 +256,48 @@ def test_render_rust(benchmark: BenchmarkFixture, size: int) -> None:
     assert block.startswith("<memory>")
     result = benchmark(store.render, focus, 500, now)
     assert result == block
+
+
+def test_open_and_first_render_100k(benchmark: BenchmarkFixture) -> None:
+    """A process opening a closed store: full load, index build, render."""
+    path = store_path(100_000)
+    focus = focus_for(100_000)
+    cached = _open.pop((100_000, "agent"), None)
+    if cached is not None:
+        cached.close()
+    del cached
+    gc.collect()
+
+    def cold_render() -> str:
+        store = membolt.MemoryStore(path, timeout=60)
+        try:
+            return store.render(focus, 500, now_ms=0)
+        finally:
+            store.close()
+            del store
+            gc.collect()
+
+    assert benchmark.pedantic(cold_render, rounds=3).startswith("<memory>")
+
+
+@pytest.mark.parametrize("size", [100_000, 1_000_000], ids=["100k", "1000k"])
+def test_render_rust_chain_worst_case(benchmark: BenchmarkFixture, size: int) -> None:
+    store = opened(size, "chain")
+    # The entries of turn size // 12 sit in the middle of the chain.
+    focus = f"why does {component(size // 12)} fail?"
+    now = 10**13
+    block = store.render(focus, 500, now_ms=now)
+    assert block.count(" [note]: ") > 8
+    assert benchmark(store.render, focus, 500, now) == block
+
+
+def test_render_rust_mixed_focus_100k(benchmark: BenchmarkFixture) -> None:
+    """A rare component name and two words found in most values."""
+    store = opened(100_000)
+    focus = f"{component(100_000 // 12)} handler timeout"
+    now = now_of(store)
+    block = store.render(focus, 500, now_ms=now)
+    assert benchmark(store.render, focus, 500, now) == block
 
 
 def test_render_rust_broad_focus_100k(benchmark: BenchmarkFixture) -> None:
