@@ -35,7 +35,7 @@ import reference_render as ref
 from pytest_benchmark.fixture import BenchmarkFixture
 
 SIZES = [1_000, 10_000, 100_000, 1_000_000]
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 TURNS_PER_BATCH = 50
 BENCH_DIR = Path(os.environ.get("MEMBOLT_BENCH_DIR", Path(tempfile.gettempdir()) / "membolt-bench"))
 
@@ -193,7 +193,9 @@ def trim_batch(
 def build_chain_store(path: Path, size: int) -> None:
     """The worst case for the parents-first walk: one auto-linked chain
     through the whole store (every entry a note whose parent is the newest
-    entry), no overwrites, so every entry reaches every older one."""
+    entry), no overwrites, so every entry reaches every older one. Keys
+    descend as the chain grows, so the walk starts from the newest kept
+    entries and must go down the chain to the old matches."""
     rng = random.Random(size)
     store = membolt.MemoryStore(path, timeout=60)
     started = time.perf_counter()
@@ -201,7 +203,7 @@ def build_chain_store(path: Path, size: int) -> None:
     for start in range(0, size, batch):
         store.save_many(
             [
-                (f"note:{i:07d}", prose(rng, i // 6), "note")
+                (f"note:{size - i:07d}", prose(rng, i // 6), "note")
                 for i in range(start, min(size, start + batch))
             ],
             caps=False,

@@ -447,3 +447,82 @@ mod tests {
         assert_eq!(got, want);
     }
 }
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::mirror::Mirror;
+    use std::time::Instant;
+
+    /// `cargo test --release timing -- --ignored --nocapture`: where the cold
+    /// start of a 100k-entry store goes.
+    #[test]
+    #[ignore = "timing report, not a test"]
+    fn cold_start_breakdown() {
+        let words = [
+            "handler",
+            "returns",
+            "paginated",
+            "users",
+            "client",
+            "retries",
+            "timeout",
+            "migration",
+            "nullable",
+            "column",
+            "orders",
+            "deploy",
+            "webhook",
+            "signature",
+            "cache",
+            "config",
+        ];
+        let entries: Vec<Arc<Entry>> = (0..100_000_i64)
+            .map(|i| {
+                let mut value = format!("svc{} ", i * 7919 % 100_003);
+                let mut n = i as usize;
+                while value.len() < 220 {
+                    n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    value.push_str(words[(n >> 33) % words.len()]);
+                    value.push(' ');
+                }
+                let kind = ["result", "note", "tool_result", "decision"][i as usize % 4];
+                Arc::new(Entry {
+                    key: format!("{kind}:{i}").into(),
+                    value: value.into(),
+                    kind: kind.into(),
+                    namespace: "".into(),
+                    references: vec![format!("note:{}", i - 1).into()],
+                    created_at: i,
+                    updated_at: i,
+                })
+            })
+            .collect();
+        let started = Instant::now();
+        let n = TokenIndex::tokenize_only(entries.iter().map(|e| &**e));
+        println!("tokenize only: {n} tokens in {:?}", started.elapsed());
+        let started = Instant::now();
+        let done = entries
+            .iter()
+            .filter(|e| crate::text::is_done(&e.value))
+            .count();
+        println!("is_done over all: {done} in {:?}", started.elapsed());
+        let started = Instant::now();
+        let index = RenderIndex::from_entries(&entries);
+        let render_index = started.elapsed();
+        let started = Instant::now();
+        let _ = index.fill();
+        let fill = started.elapsed();
+        let started = Instant::now();
+        let _ = index.tokens();
+        let tokens = started.elapsed();
+        let started = Instant::now();
+        let mirror = Mirror::from_entries(entries, vec![1], 0, 0);
+        let whole_mirror = started.elapsed();
+        println!(
+            "100k: RenderIndex::from_entries {render_index:?}, fill tree {fill:?}, \
+             token index {tokens:?}; Mirror::from_entries (all indexes) {whole_mirror:?}"
+        );
+        drop(mirror);
+    }
+}

@@ -308,9 +308,24 @@ pub fn is_token_char(c: char) -> bool {
 /// `[a-z0-9]`; every other character (upper-case ASCII and non-ASCII letters
 /// included) separates tokens. Never yields an empty token.
 pub fn word_tokens(lowered: &str) -> impl Iterator<Item = &str> {
-    lowered
-        .split(|c: char| !is_token_char(c))
-        .filter(|token| !token.is_empty())
+    // Scanning bytes is the same as scanning characters here: every byte of a
+    // multi-byte UTF-8 character is >= 0x80, so never a token byte, and
+    // token bytes are ASCII, so each token is a valid `&str` slice.
+    let bytes = lowered.as_bytes();
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        let start = pos + bytes[pos..].iter().position(|&b| is_token_byte(b))?;
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| !is_token_byte(b))
+            .map_or(bytes.len(), |len| start + len);
+        pos = end;
+        lowered.get(start..end)
+    })
+}
+
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit()
 }
 
 // ---------------------------------------------------------------------------
@@ -323,33 +338,46 @@ pub fn word_tokens(lowered: &str) -> impl Iterator<Item = &str> {
 /// equals it; otherwise when some token starts with it.
 #[must_use]
 pub fn marker_hits(lowered: &str, marker: &str) -> bool {
+    let tokens: Vec<&str> = word_tokens(lowered).collect();
+    marker_hits_tokens(lowered, &tokens, marker)
+}
+
+/// [`marker_hits`] with the word tokens of `lowered` already split, so that
+/// checking a list of markers tokenises the value once.
+fn marker_hits_tokens(lowered: &str, tokens: &[&str], marker: &str) -> bool {
     if marker.contains([' ', '-', '\'']) {
         lowered.contains(marker)
     } else if marker.chars().count() <= 3 {
-        word_tokens(lowered).any(|token| token == marker)
+        tokens.iter().any(|&token| token == marker)
     } else {
-        word_tokens(lowered).any(|token| token.starts_with(marker))
+        tokens.iter().any(|token| token.starts_with(marker))
     }
 }
 
-fn any_marker_hits(lowered: &str, markers: &[&str]) -> bool {
-    markers.iter().any(|marker| marker_hits(lowered, marker))
+/// §5.5's two-step test: false if any of `negating` hits, else whether any
+/// of `markers` hits.
+fn markers_decide(value: &str, negating: &[&str], markers: &[&str]) -> bool {
+    let lowered = lower(value);
+    let tokens: Vec<&str> = word_tokens(&lowered).collect();
+    let hits = |list: &[&str]| {
+        list.iter()
+            .any(|marker| marker_hits_tokens(&lowered, &tokens, marker))
+    };
+    !hits(negating) && hits(markers)
 }
 
 /// §5.5 `is_done`: false if any not-done marker hits, else true if any done
 /// marker hits, else false.
 #[must_use]
 pub fn is_done(value: &str) -> bool {
-    let lowered = lower(value);
-    !any_marker_hits(&lowered, NOT_DONE_MARKERS) && any_marker_hits(&lowered, DONE_MARKERS)
+    markers_decide(value, NOT_DONE_MARKERS, DONE_MARKERS)
 }
 
 /// §5.5 `is_resolved`: false if any reopened marker hits, else true if any
 /// resolved marker hits, else false.
 #[must_use]
 pub fn is_resolved(value: &str) -> bool {
-    let lowered = lower(value);
-    !any_marker_hits(&lowered, REOPENED_MARKERS) && any_marker_hits(&lowered, RESOLVED_MARKERS)
+    markers_decide(value, REOPENED_MARKERS, RESOLVED_MARKERS)
 }
 
 // ---------------------------------------------------------------------------
@@ -359,7 +387,13 @@ pub fn is_resolved(value: &str) -> bool {
 /// True for the §5.6 stopwords.
 #[must_use]
 pub fn is_stopword(word: &str) -> bool {
-    STOPWORDS.contains(&word)
+    // Hashed once: this runs for every token the focus index sees.
+    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    word.len() <= MAX_STOPWORD_BYTES
+        && SET
+            .get_or_init(|| STOPWORDS.iter().copied().collect())
+            .contains(word)
 }
 
 /// §5.6 significant words of a focus text, in order: split `lower(focus)` on
@@ -433,10 +467,15 @@ pub fn focus_score_with(
 /// of tokens may leave them out.
 #[must_use]
 pub fn could_match_focus_word(token: &str) -> bool {
-    (FOCUS_MIN_WORD_BYTES..=token.len())
-        .filter_map(|end| token.get(..end))
-        .any(|prefix| !is_stopword(prefix))
+    // Stopwords are short: a longer token is its own significant prefix.
+    token.len() > MAX_STOPWORD_BYTES
+        || (FOCUS_MIN_WORD_BYTES..=token.len())
+            .filter_map(|end| token.get(..end))
+            .any(|prefix| !is_stopword(prefix))
 }
+
+/// The length of the longest stopword (checked by a test).
+const MAX_STOPWORD_BYTES: usize = 6;
 
 // ---------------------------------------------------------------------------
 // Duplicates, budget, relative age
@@ -732,6 +771,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn word_tokens_equal_a_character_split() {
+        let samples = [
+            "",
+            "abc",
+            "  a1 b2__c3  ",
+            "école x_y-z 世界 ab\u{212a}cd İx ΟΔΟΣ 9",
+            "trailing tok",
+            "tok trailing ",
+            "\u{10d50}ab\u{1f600}cd",
+        ];
+        for text in samples {
+            let lowered = lower(text);
+            let by_bytes: Vec<&str> = word_tokens(&lowered).collect();
+            let by_chars: Vec<&str> = lowered
+                .split(|c: char| !is_token_char(c))
+                .filter(|t| !t.is_empty())
+                .collect();
+            assert_eq!(by_bytes, by_chars, "{text:?}");
+        }
+    }
+
     // ----- markers -----
 
     #[test]
@@ -915,6 +976,14 @@ mod tests {
         assert_eq!(focus_score(&["/users"], "/users", "/users", "x"), 0);
         // repeated words score again
         assert_eq!(focus_score(&["api", "api"], "api", "", "note"), 4);
+    }
+
+    #[test]
+    fn max_stopword_bytes_is_the_longest_stopword() {
+        assert_eq!(
+            STOPWORDS.iter().map(|w| w.len()).max(),
+            Some(MAX_STOPWORD_BYTES)
+        );
     }
 
     #[test]

@@ -29,9 +29,19 @@ const SMALL_POSTINGS: usize = 32;
 #[derive(Default, Clone, Copy)]
 pub struct IdHasher(u64);
 
+/// murmur3's 64-bit finaliser: spreads every input bit over the whole word,
+/// so the low bits a hash table indexes by are well mixed.
+fn mix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
-        self.0
+        mix(self.0)
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -41,7 +51,7 @@ impl Hasher for IdHasher {
     }
 
     fn write_u32(&mut self, n: u32) {
-        self.0 = (u64::from(n) ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = (self.0 << 32) | u64::from(n);
     }
 }
 
@@ -133,15 +143,42 @@ pub enum Side {
     Value,
 }
 
-/// The distinct indexable tokens of `text` (lowered first).
-fn indexable_tokens(text: &str) -> Vec<Box<str>> {
+/// Calls `visit` with each distinct indexable token of `text` (lowered
+/// first), borrowed, so that only tokens new to the index get allocated.
+fn for_each_indexable_token(text: &str, mut visit: impl FnMut(&str)) {
     let lowered = lower(text);
     let mut tokens: Vec<&str> = word_tokens(&lowered)
         .filter(|token| could_match_focus_word(token))
         .collect();
     tokens.sort_unstable();
     tokens.dedup();
-    tokens.into_iter().map(Box::from).collect()
+    for token in tokens {
+        visit(token);
+    }
+}
+
+/// FxHash-style hasher for the bulk build's token map (8 bytes per step;
+/// tokens are not attacker-chosen and the map's order never reaches the
+/// output).
+#[derive(Default, Clone, Copy)]
+struct TokenHasher(u64);
+
+impl Hasher for TokenHasher {
+    fn finish(&self) -> u64 {
+        mix(self.0)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(SEED);
+        }
+    }
 }
 
 type TokenMap = BTreeMap<Box<str>, Postings>;
@@ -159,11 +196,11 @@ fn with_prefix<'a>(map: &'a TokenMap, prefix: &'a str) -> impl Iterator<Item = &
         .map(|(_, postings)| postings)
 }
 
-fn add(map: &mut TokenMap, token: Box<str>, id: u32) {
-    match map.get_mut(&token) {
+fn add(map: &mut TokenMap, token: &str, id: u32) {
+    match map.get_mut(token) {
         Some(postings) => postings.insert(id),
         None => {
-            map.insert(token, Postings::One(id));
+            map.insert(token.into(), Postings::One(id));
         }
     }
 }
@@ -173,36 +210,36 @@ impl TokenIndex {
     pub fn build<'a>(entries: impl Iterator<Item = (u32, &'a Entry)>) -> TokenIndex {
         // Hashing while collecting, then one sort, is much faster than
         // inserting every posting into an ordered map.
-        let mut key_tokens: HashMap<Box<str>, Postings> = HashMap::new();
-        let mut value_tokens: HashMap<Box<str>, Postings> = HashMap::new();
+        type BuildMap = HashMap<Box<str>, Postings, BuildHasherDefault<TokenHasher>>;
+        let mut key_tokens = BuildMap::default();
+        let mut value_tokens = BuildMap::default();
         for (id, entry) in entries {
             for (text, map) in [
                 (&*entry.key, &mut key_tokens),
                 (&*entry.value, &mut value_tokens),
             ] {
-                for token in indexable_tokens(text) {
-                    match map.get_mut(&token) {
-                        Some(postings) => postings.insert(id),
-                        None => {
-                            map.insert(token, Postings::One(id));
-                        }
+                for_each_indexable_token(text, |token| match map.get_mut(token) {
+                    Some(postings) => postings.insert(id),
+                    None => {
+                        map.insert(token.into(), Postings::One(id));
                     }
-                }
+                });
             }
         }
+        let sorted = |map: BuildMap| {
+            let mut tokens: Vec<(Box<str>, Postings)> = map.into_iter().collect();
+            tokens.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            tokens.into_iter().collect()
+        };
         TokenIndex {
-            key_tokens: key_tokens.into_iter().collect(),
-            value_tokens: value_tokens.into_iter().collect(),
+            key_tokens: sorted(key_tokens),
+            value_tokens: sorted(value_tokens),
         }
     }
 
     pub fn insert(&mut self, id: u32, entry: &Entry) {
-        for token in indexable_tokens(&entry.key) {
-            add(&mut self.key_tokens, token, id);
-        }
-        for token in indexable_tokens(&entry.value) {
-            add(&mut self.value_tokens, token, id);
-        }
+        for_each_indexable_token(&entry.key, |token| add(&mut self.key_tokens, token, id));
+        for_each_indexable_token(&entry.value, |token| add(&mut self.value_tokens, token, id));
     }
 
     /// Removes the postings of `entry` (as it was indexed under `id`).
@@ -211,13 +248,13 @@ impl TokenIndex {
             (&*entry.key, &mut self.key_tokens),
             (&*entry.value, &mut self.value_tokens),
         ] {
-            for token in indexable_tokens(text) {
-                if let Some(postings) = map.get_mut(&token)
+            for_each_indexable_token(text, |token| {
+                if let Some(postings) = map.get_mut(token)
                     && postings.remove(id)
                 {
-                    map.remove(&token);
+                    map.remove(token);
                 }
-            }
+            });
         }
     }
 
@@ -248,6 +285,16 @@ impl TokenIndex {
     /// Whether entry `id` has, on `side`, a token starting with `prefix`.
     pub fn has_prefix(&self, prefix: &str, side: Side, id: u32) -> bool {
         with_prefix(self.map(side), prefix).any(|postings| postings.contains(id))
+    }
+
+    #[cfg(test)]
+    pub fn tokenize_only<'a>(entries: impl Iterator<Item = &'a Entry>) -> usize {
+        let mut n = 0;
+        for entry in entries {
+            for_each_indexable_token(&entry.key, |_| n += 1);
+            for_each_indexable_token(&entry.value, |_| n += 1);
+        }
+        n
     }
 
     #[cfg(test)]
