@@ -348,7 +348,7 @@ fn marker_hits_tokens(lowered: &str, tokens: &[&str], marker: &str) -> bool {
     if marker.contains([' ', '-', '\'']) {
         lowered.contains(marker)
     } else if marker.chars().count() <= 3 {
-        tokens.iter().any(|&token| token == marker)
+        tokens.contains(&marker)
     } else {
         tokens.iter().any(|token| token.starts_with(marker))
     }
