@@ -20,6 +20,8 @@ import pytest
 import membolt
 
 sys.path.insert(0, str(Path(__file__).parent))
+# The plain-Python model of the renderer lives with the tests.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from workload import Workload
 
 CACHE = Path(os.environ.get("MEMBOLT_BENCH_CACHE", "/tmp/membolt-bench-cache"))

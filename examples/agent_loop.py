@@ -100,15 +100,11 @@ class ScriptedModel:
 
 def run_bash(cmd: str) -> str:
     """The agent's own tool (a real shell command, with a timeout)."""
-    done = subprocess.run(
-        cmd, shell=True, capture_output=True, text=True, timeout=60, check=False
-    )
+    done = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60, check=False)
     return (done.stdout + done.stderr).strip() or f"(exit status {done.returncode})"
 
 
-def agent_turn(
-    model: ChatModel, memory: AgentMemory, user_input: str, max_steps: int = 8
-) -> str:
+def agent_turn(model: ChatModel, memory: AgentMemory, user_input: str, max_steps: int = 8) -> str:
     """One user turn: the model may call tools several times, then answers."""
     system = BASE_PROMPT + "\n\n" + memory.system_prompt_section(user_input)  # memory
     tools = [BASH_TOOL, *memory.tool_schemas("openai")]  # memory

@@ -1,5 +1,6 @@
 //! membolt's core: durable, multi-process memory storage on redb, substring
-//! search, and the text rules shared by the Python layer.
+//! search, the `<memory>` block renderer, and the text rules shared by the
+//! Python layer.
 //!
 //! Everything Python-facing lives in `python.rs`, behind the `python` cargo
 //! feature, so `cargo test` exercises the core without an interpreter.
@@ -7,13 +8,18 @@
 pub mod doctor;
 pub mod entry;
 pub mod error;
+pub mod fill_tree;
+pub mod graph;
 mod lease;
 pub mod mirror;
 pub mod query;
+pub mod render;
+pub mod render_index;
 pub mod search;
 pub mod store;
 mod sync;
 pub mod text;
+pub mod token_index;
 
 #[cfg(feature = "python")]
 mod python;

@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::entry::Entry;
+use crate::render_index::RenderIndex;
 use crate::search::SearchIndex;
 
 /// Orders entries oldest to newest: by `updated_at`, then key
@@ -35,6 +36,7 @@ pub struct Mirror {
     /// need not exist). A sorted vector: most parents have one or two.
     children: FxHashMap<Arc<str>, Vec<Arc<str>>>,
     search: SearchIndex,
+    render: RenderIndex,
 }
 
 impl Mirror {
@@ -103,9 +105,14 @@ impl Mirror {
         &self.search
     }
 
+    /// The indexes of the `<memory>` block.
+    pub fn render_index(&self) -> &RenderIndex {
+        &self.render
+    }
+
     /// Adds or replaces an entry; returns the one it replaced.
     pub fn insert(&mut self, entry: Arc<Entry>) -> Option<Arc<Entry>> {
-        let previous = self.remove(&entry.key);
+        let previous = self.unindex(&entry.key);
         self.recency.insert(recency_of(&entry));
         self.by_type
             .entry(entry.kind.clone())
@@ -119,11 +126,25 @@ impl Mirror {
         }
         self.search.upsert(&entry);
         self.clock = self.clock.max(entry.updated_at);
+        self.render.upsert(
+            &entry,
+            previous.as_ref(),
+            self.children.get(&entry.key).map(Vec::as_slice),
+        );
         self.entries.insert(entry.key.clone(), entry);
         previous
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Arc<Entry>> {
+        let entry = self.unindex(key)?;
+        self.render
+            .remove(&entry, self.children.get(key).map(Vec::as_slice));
+        Some(entry)
+    }
+
+    /// Removes `key` from every index but `render` (which [`Mirror::insert`]
+    /// updates in place, keeping the entry's id).
+    fn unindex(&mut self, key: &str) -> Option<Arc<Entry>> {
         let entry = self.entries.remove(key)?;
         let stamp = recency_of(&entry);
         self.recency.remove(&stamp);
@@ -157,6 +178,7 @@ impl Mirror {
             (search.join().expect("building the search index"), mirror)
         });
         mirror.search = search;
+        mirror.render = RenderIndex::from_entries(&entries);
         mirror.entries = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
         mirror
     }

@@ -440,12 +440,6 @@ impl PyStore {
         Ok((total, entries_to_list(py, hits)?))
     }
 
-    /// The keys of the `n` newest entries, newest first.
-    fn newest_keys<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
-        let keys = self.run(py, |s| s.newest_keys(n))?;
-        PyList::new(py, keys.iter().map(|k| &**k))
-    }
-
     fn link(
         &self,
         py: Python<'_>,
@@ -484,6 +478,41 @@ impl PyStore {
         let key = text_arg(key, "key")?;
         let keys = self.run(py, |s| s.children(&key))?;
         PyList::new(py, keys.iter().map(|k| &**k))
+    }
+
+    /// The `<memory>` block (BEHAVIOUR §5); `now_ms` pins the clock.
+    #[pyo3(signature = (focus = "", max_tokens = 500, now_ms = None))]
+    fn render(
+        &self,
+        py: Python<'_>,
+        focus: &str,
+        max_tokens: i64,
+        now_ms: Option<i64>,
+    ) -> PyResult<String> {
+        self.run(py, |s| s.render(focus, max_tokens, now_ms))
+    }
+
+    /// The keys of the `n` newest entries, newest first.
+    fn newest_keys<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
+        let (keys, _) = self.run(py, |s| s.newest_keys(n))?;
+        PyList::new(py, keys.iter().map(|k| &**k))
+    }
+
+    /// `(block, newest keys, entry count)` for the §5.9 section, from one
+    /// read of the store.
+    fn _prompt_parts<'py>(
+        &self,
+        py: Python<'py>,
+        focus: &Bound<'_, PyAny>,
+        max_tokens: i64,
+        now_ms: Option<i64>,
+        key_limit: usize,
+    ) -> PyResult<(String, Bound<'py, PyList>, usize)> {
+        let focus = text_arg(focus, "focus")?;
+        let (block, keys, total) = self.run(py, |s| {
+            s.prompt_parts(&focus, max_tokens, now_ms, key_limit)
+        })?;
+        Ok((block, PyList::new(py, keys.iter().map(|k| &**k))?, total))
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
@@ -746,6 +775,13 @@ fn _inspect(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Bound<'_, P
     Ok(dict)
 }
 
+/// BEHAVIOUR §5.4: flatten line breaks, escape `& < >`, replace control
+/// and bidi characters, as for every name and value of the `<memory>` block.
+#[pyfunction]
+fn escape_line(text: &str) -> String {
+    crate::text::escape_line(text).into_owned()
+}
+
 /// Closes every lease this process holds (at exit and before `fork`).
 #[pyfunction]
 fn _release_all(py: Python<'_>) {
@@ -764,6 +800,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStore>()?;
     m.add_function(wrap_pyfunction!(truncate, m)?)?;
     m.add_function(wrap_pyfunction!(flatten_plain, m)?)?;
+    m.add_function(wrap_pyfunction!(escape_line, m)?)?;
     m.add_function(wrap_pyfunction!(_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_write_test_fixture, m)?)?;

@@ -41,6 +41,7 @@ use crate::entry::{DecodeError, Entry, Interner};
 use crate::error::{Result, StoreError};
 use crate::lease::{self, LeaseHolder};
 use crate::mirror::Mirror;
+use crate::render;
 use crate::search;
 use crate::sync::{Position, SyncFile};
 
@@ -288,9 +289,33 @@ impl Store {
         })
     }
 
-    /// The keys of the `n` newest entries, newest first.
-    pub fn newest_keys(&self, n: usize) -> Result<Vec<Arc<str>>> {
-        self.read(|m| m.newest_first().take(n).map(|e| e.key.clone()).collect())
+    /// The `<memory>` block (BEHAVIOUR §5) for `focus` within `max_tokens`;
+    /// ages are relative to `now_ms`, or to the current time when `None`.
+    pub fn render(&self, focus: &str, max_tokens: i64, now_ms: Option<i64>) -> Result<String> {
+        self.read(|m| render::render(m, focus, max_tokens, now_ms.unwrap_or_else(self::now_ms)))
+    }
+
+    /// The keys of the `limit` newest entries, newest first, and the number
+    /// of entries, read together.
+    pub fn newest_keys(&self, limit: usize) -> Result<(Vec<Arc<str>>, usize)> {
+        self.read(|m| (newest_keys(m, limit), m.len()))
+    }
+
+    /// The parts of the §5.9 system-prompt section, read together so that
+    /// they describe one state of the store: the `<memory>` block, the keys of
+    /// the `key_limit` newest entries (newest first) and the entry count.
+    pub fn prompt_parts(
+        &self,
+        focus: &str,
+        max_tokens: i64,
+        now_ms: Option<i64>,
+        key_limit: usize,
+    ) -> Result<(String, Vec<Arc<str>>, usize)> {
+        self.read(|m| {
+            let now = now_ms.unwrap_or_else(self::now_ms);
+            let block = render::render(m, focus, max_tokens, now);
+            (block, newest_keys(m, key_limit), m.len())
+        })
     }
 
     /// Parents of `key` that exist, in stored order (§3.4).
@@ -947,6 +972,15 @@ impl Mirror {
         }
         self.clock = saved_clock;
     }
+}
+
+/// The keys of the `limit` newest entries, newest first.
+fn newest_keys(mirror: &Mirror, limit: usize) -> Vec<Arc<str>> {
+    mirror
+        .newest_first()
+        .take(limit)
+        .map(|e| e.key.clone())
+        .collect()
 }
 
 fn validate_save(request: &SaveRequest) -> Result<()> {

@@ -308,9 +308,24 @@ pub fn is_token_char(c: char) -> bool {
 /// `[a-z0-9]`; every other character (upper-case ASCII and non-ASCII letters
 /// included) separates tokens. Never yields an empty token.
 pub fn word_tokens(lowered: &str) -> impl Iterator<Item = &str> {
-    lowered
-        .split(|c: char| !is_token_char(c))
-        .filter(|token| !token.is_empty())
+    // Scanning bytes is the same as scanning characters here: every byte of a
+    // multi-byte UTF-8 character is >= 0x80, so never a token byte, and
+    // token bytes are ASCII, so each token is a valid `&str` slice.
+    let bytes = lowered.as_bytes();
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        let start = pos + bytes[pos..].iter().position(|&b| is_token_byte(b))?;
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| !is_token_byte(b))
+            .map_or(bytes.len(), |len| start + len);
+        pos = end;
+        lowered.get(start..end)
+    })
+}
+
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit()
 }
 
 // ---------------------------------------------------------------------------
@@ -323,33 +338,46 @@ pub fn word_tokens(lowered: &str) -> impl Iterator<Item = &str> {
 /// equals it; otherwise when some token starts with it.
 #[must_use]
 pub fn marker_hits(lowered: &str, marker: &str) -> bool {
+    let tokens: Vec<&str> = word_tokens(lowered).collect();
+    marker_hits_tokens(lowered, &tokens, marker)
+}
+
+/// [`marker_hits`] with the word tokens of `lowered` already split, so that
+/// checking a list of markers tokenises the value once.
+fn marker_hits_tokens(lowered: &str, tokens: &[&str], marker: &str) -> bool {
     if marker.contains([' ', '-', '\'']) {
         lowered.contains(marker)
     } else if marker.chars().count() <= 3 {
-        word_tokens(lowered).any(|token| token == marker)
+        tokens.contains(&marker)
     } else {
-        word_tokens(lowered).any(|token| token.starts_with(marker))
+        tokens.iter().any(|token| token.starts_with(marker))
     }
 }
 
-fn any_marker_hits(lowered: &str, markers: &[&str]) -> bool {
-    markers.iter().any(|marker| marker_hits(lowered, marker))
+/// §5.5's two-step test: false if any of `negating` hits, else whether any
+/// of `markers` hits.
+fn markers_decide(value: &str, negating: &[&str], markers: &[&str]) -> bool {
+    let lowered = lower(value);
+    let tokens: Vec<&str> = word_tokens(&lowered).collect();
+    let hits = |list: &[&str]| {
+        list.iter()
+            .any(|marker| marker_hits_tokens(&lowered, &tokens, marker))
+    };
+    !hits(negating) && hits(markers)
 }
 
 /// §5.5 `is_done`: false if any not-done marker hits, else true if any done
 /// marker hits, else false.
 #[must_use]
 pub fn is_done(value: &str) -> bool {
-    let lowered = lower(value);
-    !any_marker_hits(&lowered, NOT_DONE_MARKERS) && any_marker_hits(&lowered, DONE_MARKERS)
+    markers_decide(value, NOT_DONE_MARKERS, DONE_MARKERS)
 }
 
 /// §5.5 `is_resolved`: false if any reopened marker hits, else true if any
 /// resolved marker hits, else false.
 #[must_use]
 pub fn is_resolved(value: &str) -> bool {
-    let lowered = lower(value);
-    !any_marker_hits(&lowered, REOPENED_MARKERS) && any_marker_hits(&lowered, RESOLVED_MARKERS)
+    markers_decide(value, REOPENED_MARKERS, RESOLVED_MARKERS)
 }
 
 // ---------------------------------------------------------------------------
@@ -359,7 +387,13 @@ pub fn is_resolved(value: &str) -> bool {
 /// True for the §5.6 stopwords.
 #[must_use]
 pub fn is_stopword(word: &str) -> bool {
-    STOPWORDS.contains(&word)
+    // Hashed once: this runs for every token the focus index sees.
+    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    word.len() <= MAX_STOPWORD_BYTES
+        && SET
+            .get_or_init(|| STOPWORDS.iter().copied().collect())
+            .contains(word)
 }
 
 /// §5.6 significant words of a focus text, in order: split `lower(focus)` on
@@ -384,20 +418,64 @@ pub fn focus_words(focus: &str) -> Vec<String> {
 pub fn focus_score<S: AsRef<str>>(words: &[S], key: &str, value: &str, entry_type: &str) -> u64 {
     let key = lower(key);
     let value = lower(value);
+    focus_score_with(
+        words.len(),
+        |i| word_tokens(&key).any(|token| token.starts_with(words[i].as_ref())),
+        |i| word_tokens(&value).any(|token| token.starts_with(words[i].as_ref())),
+        focus_type_bonus(entry_type),
+    )
+}
+
+/// §5.6: whether an entry of this type gets the +1 of a positive score
+/// (every type but empty, `note` and `fact`).
+#[must_use]
+pub fn focus_type_bonus(entry_type: &str) -> bool {
+    !matches!(entry_type, "" | "note" | "fact")
+}
+
+/// The §5.6 scoring rule itself, for callers that already know which words
+/// hit (the renderer answers `key_hit`/`value_hit` from its token-prefix
+/// index instead of re-tokenising every entry). `key_hit(i)` must tell
+/// whether significant word `i` (of `word_count`, repeats included) starts a
+/// word token of `lower(key)`, `value_hit(i)` the same for the value;
+/// `type_bonus` is [`focus_type_bonus`] of the entry's type.
+#[must_use]
+pub fn focus_score_with(
+    word_count: usize,
+    mut key_hit: impl FnMut(usize) -> bool,
+    mut value_hit: impl FnMut(usize) -> bool,
+    type_bonus: bool,
+) -> u64 {
     let mut score: u64 = 0;
-    for word in words {
-        let word = word.as_ref();
-        if word_tokens(&key).any(|token| token.starts_with(word)) {
+    for i in 0..word_count {
+        if key_hit(i) {
             score = score.saturating_add(2);
-        } else if word_tokens(&value).any(|token| token.starts_with(word)) {
+        } else if value_hit(i) {
             score = score.saturating_add(1);
         }
     }
-    if score > 0 && !matches!(entry_type, "" | "note" | "fact") {
+    if score > 0 && type_bonus {
         score = score.saturating_add(1);
     }
     score
 }
+
+/// True when some significant focus word (§5.6: at least 3 bytes, not a
+/// stopword) could be a prefix of the word token `token`, i.e. when some
+/// prefix of it of at least [`FOCUS_MIN_WORD_BYTES`] is not a stopword. Tokens
+/// for which this is false can never make an entry match a focus, so an index
+/// of tokens may leave them out.
+#[must_use]
+pub fn could_match_focus_word(token: &str) -> bool {
+    // Stopwords are short: a longer token is its own significant prefix.
+    token.len() > MAX_STOPWORD_BYTES
+        || (FOCUS_MIN_WORD_BYTES..=token.len())
+            .filter_map(|end| token.get(..end))
+            .any(|prefix| !is_stopword(prefix))
+}
+
+/// The length of the longest stopword (checked by a test).
+const MAX_STOPWORD_BYTES: usize = 6;
 
 // ---------------------------------------------------------------------------
 // Duplicates, budget, relative age
@@ -693,6 +771,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn word_tokens_equal_a_character_split() {
+        let samples = [
+            "",
+            "abc",
+            "  a1 b2__c3  ",
+            "école x_y-z 世界 ab\u{212a}cd İx ΟΔΟΣ 9",
+            "trailing tok",
+            "tok trailing ",
+            "\u{10d50}ab\u{1f600}cd",
+        ];
+        for text in samples {
+            let lowered = lower(text);
+            let by_bytes: Vec<&str> = word_tokens(&lowered).collect();
+            let by_chars: Vec<&str> = lowered
+                .split(|c: char| !is_token_char(c))
+                .filter(|t| !t.is_empty())
+                .collect();
+            assert_eq!(by_bytes, by_chars, "{text:?}");
+        }
+    }
+
     // ----- markers -----
 
     #[test]
@@ -876,6 +976,47 @@ mod tests {
         assert_eq!(focus_score(&["/users"], "/users", "/users", "x"), 0);
         // repeated words score again
         assert_eq!(focus_score(&["api", "api"], "api", "", "note"), 4);
+    }
+
+    #[test]
+    fn max_stopword_bytes_is_the_longest_stopword() {
+        assert_eq!(
+            STOPWORDS.iter().map(|w| w.len()).max(),
+            Some(MAX_STOPWORD_BYTES)
+        );
+    }
+
+    #[test]
+    fn could_match_focus_word_rules() {
+        assert!(!could_match_focus_word("ab"));
+        assert!(!could_match_focus_word("the"));
+        assert!(!could_match_focus_word("and"));
+        assert!(could_match_focus_word("api"));
+        // `then` is a stopword, but `the` is too and `then` itself is: no
+        // significant word is a prefix of `then`.
+        assert!(!could_match_focus_word("then"));
+        // `thena` has the significant prefix `thena`.
+        assert!(could_match_focus_word("thena"));
+        // `would` is a stopword, but `wou` is not.
+        assert!(could_match_focus_word("would"));
+        // `this` is a stopword, but the focus word `thi` is a prefix of it.
+        assert!(could_match_focus_word("this"));
+    }
+
+    #[test]
+    fn focus_score_with_matches_focus_score() {
+        let words = focus_words("users endpoint users");
+        let key = "prompt:users";
+        let value = "an endpoint";
+        let direct = focus_score(&words, key, value, "prompt");
+        let with = focus_score_with(
+            words.len(),
+            |i| words[i] == "users",
+            |i| words[i] != "zzz",
+            focus_type_bonus("prompt"),
+        );
+        assert_eq!(direct, with);
+        assert_eq!(direct, 6);
     }
 
     // ----- duplicates, cost -----

@@ -1,0 +1,138 @@
+//! Traversals of the memory graph for the `<memory>` block: the ancestry
+//! chain (BEHAVIOUR §5.7) and the parents-first order (§5.3).
+//!
+//! Both work on the integer ids of [`RenderIndex`] and follow only references
+//! to existing entries, in stored order. Every traversal marks what it has
+//! seen, so cycles (which explicit links can make) terminate.
+
+use std::collections::VecDeque;
+
+use crate::render_index::RenderIndex;
+use crate::token_index::IdSet;
+
+/// §5.7: at most this many keys in an ancestry chain.
+pub const MAX_CHAIN: usize = 8;
+
+/// §5.7: breadth-first over references from `start`, nearest first, `start`
+/// itself included, at most [`MAX_CHAIN`] ids.
+pub fn ancestry_chain(index: &RenderIndex, start: u32) -> Vec<u32> {
+    let mut chain = Vec::with_capacity(MAX_CHAIN);
+    let mut queued = IdSet::default();
+    let mut queue = VecDeque::from([start]);
+    queued.insert(start);
+    while chain.len() < MAX_CHAIN {
+        let Some(current) = queue.pop_front() else {
+            break;
+        };
+        chain.push(current);
+        for &parent in index.parents(current) {
+            if queued.insert(parent) {
+                queue.push_back(parent);
+            }
+        }
+    }
+    chain
+}
+
+/// The pruning bound of [`parents_first`].
+///
+/// Call a reference *inverted* when it points to an entry created no earlier
+/// than the referencing one; every other reference goes strictly back in
+/// `created_at`. Let `U` be the entries with an inverted reference and `T`
+/// the smallest `created_at` over `U` and the kept entries not visited yet.
+/// A node `v` that is not kept, not in `U`, and has `created_at(v) <= T`
+/// cannot lead the walk to an unvisited kept entry: along any path of
+/// unvisited nodes from `v`, the first node in `kept ∪ U` would be reached
+/// through non-inverted references only, so it would be created strictly
+/// before `v`, i.e. before `T`, which no such node is. Skipping `v` therefore
+/// changes no emitted entry and no emission order (whatever `v` would have
+/// visited holds no kept entry, and later walks entering it again find none
+/// either). As kept entries get visited `T` rises; once all are visited and
+/// `U` is empty, the walk only unwinds.
+struct Pruning {
+    /// Kept entries as `(created_at, id)`, ascending; `cursor` skips the
+    /// visited ones.
+    kept_by_creation: Vec<(i64, u32)>,
+    cursor: usize,
+    oldest_inverted: Option<i64>,
+}
+
+impl Pruning {
+    fn threshold(&mut self, visited: &IdSet) -> i64 {
+        while self
+            .kept_by_creation
+            .get(self.cursor)
+            .is_some_and(|(_, id)| visited.contains(id))
+        {
+            self.cursor += 1;
+        }
+        let kept = self
+            .kept_by_creation
+            .get(self.cursor)
+            .map_or(i64::MAX, |&(created, _)| created);
+        self.oldest_inverted
+            .map_or(kept, |inverted| inverted.min(kept))
+    }
+}
+
+/// §5.3 parents-first order of the kept ids: a depth-first walk from each
+/// kept key in key order, over references in stored order, with one visited
+/// set for the whole walk (a key is marked when first entered, so a cycle is
+/// cut where it closes), emitting each kept key after its references
+/// (post-order); kept keys never reached are appended in key order.
+///
+/// The walk is pruned as described at [`Pruning`], so it visits only the
+/// nodes that can still lead to a kept entry, not the whole history below
+/// it; the order is exactly that of the unpruned walk.
+pub fn parents_first(index: &RenderIndex, kept: &IdSet) -> Vec<u32> {
+    let mut roots: Vec<u32> = kept.iter().copied().collect();
+    roots.sort_unstable_by(|&a, &b| index.entry(a).key.cmp(&index.entry(b).key));
+    let mut kept_by_creation: Vec<(i64, u32)> =
+        kept.iter().map(|&id| (index.created_at(id), id)).collect();
+    kept_by_creation.sort_unstable();
+    let mut pruning = Pruning {
+        kept_by_creation,
+        cursor: 0,
+        oldest_inverted: index.oldest_inverted(),
+    };
+
+    let mut order = Vec::with_capacity(kept.len());
+    let mut emitted = IdSet::default();
+    let mut visited = IdSet::default();
+    let mut stack: Vec<(u32, usize)> = Vec::new();
+    for &root in &roots {
+        if !visited.insert(root) {
+            continue;
+        }
+        stack.push((root, 0));
+        while let Some((node, next)) = stack.last_mut() {
+            let node = *node;
+            let parents = index.parents(node);
+            if let Some(&parent) = parents.get(*next) {
+                *next += 1;
+                if visited.contains(&parent) {
+                    continue;
+                }
+                if !kept.contains(&parent)
+                    && !index.has_inverted_reference(parent)
+                    && index.created_at(parent) <= pruning.threshold(&visited)
+                {
+                    continue;
+                }
+                visited.insert(parent);
+                stack.push((parent, 0));
+            } else {
+                stack.pop();
+                if kept.contains(&node) && emitted.insert(node) {
+                    order.push(node);
+                }
+            }
+        }
+    }
+    for &root in &roots {
+        if emitted.insert(root) {
+            order.push(root);
+        }
+    }
+    order
+}

@@ -1,0 +1,528 @@
+//! The indexes behind the `<memory>` block (BEHAVIOUR §5), kept up to date
+//! by [`Mirror`](crate::mirror::Mirror) on every insert and remove, so that a
+//! render costs what it renders and matches rather than O(store).
+//!
+//! * Every entry gets a dense integer id (reused after removal) and a node
+//!   holding the entry and the ids of its *existing* references, in stored
+//!   order (references to missing keys are skipped, as every §5 traversal
+//!   does).
+//! * `resume` and `errors`: the §5.2 resume candidates (type progress, result
+//!   or status, value not done) and unresolved errors, ordered so that the
+//!   last element is the answer. Done/resolved is computed once per write.
+//! * `inverted`: the entries having an *inverted* reference, i.e. one to an
+//!   entry created no earlier than themselves (`created_at(parent) >=
+//!   created_at(child)`). Every other reference goes strictly back in
+//!   `created_at`; [`crate::graph`] uses that to prune its walk.
+//! * `fill` ([`FillTree`]) and `tokens` ([`TokenIndex`]) are built lazily on
+//!   the first render that needs them and from then on kept up to date by
+//!   every write, so a process that only writes never pays for them.
+//!
+//! Invariant: `ids`, `nodes` and every set above describe exactly the
+//! entries of the mirror (and nothing else).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use crate::entry::Entry;
+use crate::fill_tree::FillTree;
+use crate::text::{entry_cost, focus_type_bonus, is_done, is_resolved};
+use crate::token_index::TokenIndex;
+
+/// How many slots from the end an out-of-order fill insert may shift before
+/// the fill tree is dropped and rebuilt on the next render instead.
+const MAX_FILL_SHIFT: usize = 64;
+
+/// §5.2.1 types of a resume point, with their tie-break rank
+/// (`progress` > `status` > `result`).
+pub fn resume_rank(kind: &str) -> Option<u8> {
+    match kind {
+        "progress" => Some(3),
+        "status" => Some(2),
+        "result" => Some(1),
+        _ => None,
+    }
+}
+
+const ERROR_TYPE: &str = "error";
+
+/// Orders resume candidates so that the maximum is the §5.2.1 resume point:
+/// newest, then higher type rank, then smaller key.
+type ResumeOrder = (i64, u8, Reverse<Arc<str>>);
+
+/// What a render reads per entry. The stamps and the focus bonus are copies
+/// kept inline so that walks and focus scoring touch one array, not every
+/// entry's heap record.
+struct Node {
+    entry: Arc<Entry>,
+    created_at: i64,
+    updated_at: i64,
+    /// [`focus_type_bonus`] of the entry's type.
+    focus_bonus: bool,
+    /// Ids of the referenced entries that exist, in stored order.
+    parents: Box<[u32]>,
+    /// How many of `parents` were created no earlier than this entry.
+    inverted: u32,
+}
+
+impl Node {
+    /// A node without links (see [`RenderIndex::refresh_links`]).
+    fn new(entry: &Arc<Entry>) -> Node {
+        Node {
+            entry: entry.clone(),
+            created_at: entry.created_at,
+            updated_at: entry.updated_at,
+            focus_bonus: focus_type_bonus(&entry.kind),
+            parents: Box::default(),
+            inverted: 0,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct RenderIndex {
+    ids: HashMap<Arc<str>, u32>,
+    nodes: Vec<Option<Node>>,
+    free: Vec<u32>,
+    resume: BTreeSet<ResumeOrder>,
+    /// Unresolved errors as `(updated_at, key)`: the last is the newest.
+    errors: BTreeSet<(i64, Arc<str>)>,
+    /// `(created_at, id)` of the entries with an inverted reference.
+    inverted: BTreeSet<(i64, u32)>,
+    fill: OnceLock<FillTree>,
+    tokens: OnceLock<TokenIndex>,
+}
+
+/// Fill order, ascending = oldest first: `(updated_at asc, key desc)`. The
+/// fill walks it backwards: newest first, ties to the smaller key (§5.2.5).
+fn fill_order(a: &Entry, b: &Entry) -> Ordering {
+    a.updated_at
+        .cmp(&b.updated_at)
+        .then_with(|| b.key.cmp(&a.key))
+}
+
+fn cost_of(entry: &Entry) -> u64 {
+    entry_cost(&entry.key, &entry.value) as u64
+}
+
+impl RenderIndex {
+    /// Builds the index over a whole store at once.
+    pub fn from_entries(entries: &[Arc<Entry>]) -> RenderIndex {
+        let mut index = RenderIndex::default();
+        // Ids in creation order keep reference walks (which mostly go back in
+        // time) close together in memory.
+        let mut by_creation: Vec<&Arc<Entry>> = entries.iter().collect();
+        by_creation.sort_unstable_by(|a, b| (a.created_at, &a.key).cmp(&(b.created_at, &b.key)));
+        index.nodes.reserve(by_creation.len());
+        for entry in by_creation {
+            let id = index.nodes.len() as u32;
+            index.ids.insert(entry.key.clone(), id);
+            index.nodes.push(Some(Node::new(entry)));
+            index.list(id, entry);
+        }
+        for id in 0..index.nodes.len() as u32 {
+            index.refresh_links(id);
+        }
+        index
+    }
+
+    /// Records `entry`, which replaces `previous` (same key) if given.
+    /// `referrers` are the keys of the entries that reference `entry.key`.
+    pub fn upsert(
+        &mut self,
+        entry: &Arc<Entry>,
+        previous: Option<&Arc<Entry>>,
+        referrers: Option<&[Arc<str>]>,
+    ) {
+        let id = if let Some(previous) = previous {
+            let id = self.ids[&previous.key];
+            self.unlist(id, previous);
+            let node = self.nodes[id as usize]
+                .as_mut()
+                .expect("a listed id has a node");
+            let parents = std::mem::take(&mut node.parents);
+            *node = Node {
+                parents,
+                ..Node::new(entry)
+            };
+            id
+        } else {
+            let id = self.free.pop().unwrap_or_else(|| {
+                self.nodes.push(None);
+                (self.nodes.len() - 1) as u32
+            });
+            self.ids.insert(entry.key.clone(), id);
+            self.nodes[id as usize] = Some(Node::new(entry));
+            id
+        };
+        self.list(id, entry);
+        self.refresh_links(id);
+        // The entries referencing this key see a new parent (the key did not
+        // exist) or a parent with another creation stamp (an import).
+        if previous.is_none_or(|p| p.created_at != entry.created_at) {
+            self.refresh_referrers(referrers);
+        }
+    }
+
+    /// Forgets `entry`; `referrers` as for [`RenderIndex::upsert`].
+    pub fn remove(&mut self, entry: &Arc<Entry>, referrers: Option<&[Arc<str>]>) {
+        let Some(id) = self.ids.remove(&entry.key) else {
+            return;
+        };
+        self.unlist(id, entry);
+        self.nodes[id as usize] = None;
+        self.free.push(id);
+        self.refresh_referrers(referrers);
+    }
+
+    fn refresh_referrers(&mut self, referrers: Option<&[Arc<str>]>) {
+        for referrer in referrers.into_iter().flatten() {
+            if let Some(&referrer_id) = self.ids.get(referrer) {
+                self.refresh_links(referrer_id);
+            }
+        }
+    }
+
+    /// Adds `entry` (stored under `id`) to every ordered index.
+    fn list(&mut self, id: u32, entry: &Arc<Entry>) {
+        if let Some(rank) = resume_rank(&entry.kind)
+            && !is_done(&entry.value)
+        {
+            self.resume
+                .insert((entry.updated_at, rank, Reverse(entry.key.clone())));
+        }
+        if &*entry.kind == ERROR_TYPE && !is_resolved(&entry.value) {
+            self.errors.insert((entry.updated_at, entry.key.clone()));
+        }
+        if let Some(tokens) = self.tokens.get_mut() {
+            tokens.insert(id, entry);
+        }
+        if self.fill.get().is_some() {
+            self.fill_insert(id, entry);
+        }
+    }
+
+    /// Removes `entry` (stored under `id`) from every ordered index.
+    fn unlist(&mut self, id: u32, entry: &Arc<Entry>) {
+        if let Some(rank) = resume_rank(&entry.kind) {
+            self.resume
+                .remove(&(entry.updated_at, rank, Reverse(entry.key.clone())));
+        }
+        if &*entry.kind == ERROR_TYPE {
+            self.errors.remove(&(entry.updated_at, entry.key.clone()));
+        }
+        self.inverted.remove(&(entry.created_at, id));
+        if let Some(tokens) = self.tokens.get_mut() {
+            tokens.remove(id, entry);
+        }
+        if let Some(fill) = self.fill.get_mut() {
+            fill.remove(id);
+        }
+    }
+
+    /// Puts `id` into the built fill tree at its place in fill order: an
+    /// append in the usual case (a new stamp is the newest), a short shift
+    /// when it belongs near the end (a catch-up applies another process's
+    /// batch in key order), else the tree is dropped and rebuilt lazily
+    /// (imports of old stamps).
+    fn fill_insert(&mut self, id: u32, entry: &Entry) {
+        let Some(fill) = self.fill.get() else {
+            return;
+        };
+        let mut slot = fill.slot_count();
+        let mut shifted = 0;
+        while slot > 0 && shifted <= MAX_FILL_SHIFT {
+            match fill.id_at(slot - 1) {
+                Some(other) if fill_order(self.entry(other), entry) == Ordering::Less => break,
+                _ => {}
+            }
+            slot -= 1;
+            shifted += 1;
+        }
+        if shifted > MAX_FILL_SHIFT {
+            self.fill = OnceLock::new();
+        } else if let Some(fill) = self.fill.get_mut() {
+            fill.insert_at(slot, id, cost_of(entry));
+        }
+    }
+
+    /// Recomputes the existing-parent ids of `id` and its inverted count.
+    fn refresh_links(&mut self, id: u32) {
+        let node = self.nodes[id as usize].as_ref().expect("live id");
+        let created = node.created_at;
+        let parents: Box<[u32]> = node
+            .entry
+            .references
+            .iter()
+            .filter_map(|reference| self.ids.get(reference).copied())
+            .collect();
+        let inverted = parents
+            .iter()
+            .filter(|&&parent| self.created_at(parent) >= created)
+            .count() as u32;
+        let node = self.nodes[id as usize].as_mut().expect("live id");
+        node.parents = parents;
+        node.inverted = inverted;
+        if inverted > 0 {
+            self.inverted.insert((created, id));
+        } else {
+            self.inverted.remove(&(created, id));
+        }
+    }
+
+    // ----- queries -------------------------------------------------------
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    pub fn id(&self, key: &str) -> Option<u32> {
+        self.ids.get(key).copied()
+    }
+
+    /// The entry of a live id.
+    pub fn entry(&self, id: u32) -> &Arc<Entry> {
+        &self.node(id).entry
+    }
+
+    fn node(&self, id: u32) -> &Node {
+        self.nodes[id as usize].as_ref().expect("live id")
+    }
+
+    pub fn created_at(&self, id: u32) -> i64 {
+        self.node(id).created_at
+    }
+
+    pub fn updated_at(&self, id: u32) -> i64 {
+        self.node(id).updated_at
+    }
+
+    /// [`focus_type_bonus`] of the type of `id`.
+    pub fn focus_bonus(&self, id: u32) -> bool {
+        self.node(id).focus_bonus
+    }
+
+    /// Ids of the existing references of `id`, in stored order.
+    pub fn parents(&self, id: u32) -> &[u32] {
+        &self.node(id).parents
+    }
+
+    /// Whether `id` has a reference to an entry created no earlier than it.
+    pub fn has_inverted_reference(&self, id: u32) -> bool {
+        self.nodes[id as usize]
+            .as_ref()
+            .is_some_and(|node| node.inverted > 0)
+    }
+
+    /// The smallest `created_at` among entries with an inverted reference.
+    pub fn oldest_inverted(&self) -> Option<i64> {
+        self.inverted.first().map(|&(created, _)| created)
+    }
+
+    /// §5.2.1: the resume point.
+    pub fn resume_point(&self) -> Option<u32> {
+        let (_, _, Reverse(key)) = self.resume.last()?;
+        self.id(key)
+    }
+
+    /// §5.2.2: the newest unresolved error.
+    pub fn newest_unresolved_error(&self) -> Option<u32> {
+        let (_, key) = self.errors.last()?;
+        self.id(key)
+    }
+
+    /// The fill tree, built on first use.
+    pub fn fill(&self) -> &FillTree {
+        self.fill.get_or_init(|| {
+            let mut live: Vec<(u32, &Arc<Entry>)> = self
+                .nodes
+                .iter()
+                .enumerate()
+                .filter_map(|(id, node)| node.as_ref().map(|n| (id as u32, &n.entry)))
+                .collect();
+            live.sort_unstable_by(|a, b| fill_order(a.1, b.1));
+            FillTree::from_sorted(live.into_iter().map(|(id, e)| (id, cost_of(e))))
+        })
+    }
+
+    /// The token-prefix index, built on first use.
+    pub fn tokens(&self) -> &TokenIndex {
+        self.tokens.get_or_init(|| {
+            TokenIndex::build(
+                self.nodes
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(id, node)| node.as_ref().map(|n| (id as u32, &*n.entry))),
+            )
+        })
+    }
+
+    /// §5.1 cost of `id`.
+    pub fn cost(&self, id: u32) -> u64 {
+        cost_of(self.entry(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(key: &str, kind: &str, value: &str, at: i64, refs: &[&str]) -> Arc<Entry> {
+        Arc::new(Entry {
+            key: key.into(),
+            value: value.into(),
+            kind: kind.into(),
+            namespace: "".into(),
+            references: refs.iter().map(|r| Arc::from(*r)).collect(),
+            created_at: at,
+            updated_at: at,
+        })
+    }
+
+    #[test]
+    fn resume_and_error_follow_writes() {
+        let mut index = RenderIndex::default();
+        let r = entry("result:a", "result", "tests pending", 1, &[]);
+        index.upsert(&r, None, None);
+        let s = entry("status:b", "status", "all done", 2, &[]);
+        index.upsert(&s, None, None);
+        assert_eq!(
+            index.entry(index.resume_point().unwrap()).key.as_ref(),
+            "result:a"
+        );
+        let s2 = entry("status:b", "status", "waiting", 3, &[]);
+        index.upsert(&s2, Some(&s), None);
+        assert_eq!(
+            index.entry(index.resume_point().unwrap()).key.as_ref(),
+            "status:b"
+        );
+        let e = entry("error:x", "error", "boom", 4, &[]);
+        index.upsert(&e, None, None);
+        assert!(index.newest_unresolved_error().is_some());
+        index.remove(&e, None);
+        assert!(index.newest_unresolved_error().is_none());
+    }
+
+    #[test]
+    fn links_and_inversions_follow_writes() {
+        let mut index = RenderIndex::default();
+        // `a` references `b`, which does not exist yet.
+        let a = entry("a", "note", "x", 1, &["b"]);
+        index.upsert(&a, None, None);
+        assert!(index.parents(index.id("a").unwrap()).is_empty());
+        assert_eq!(index.oldest_inverted(), None);
+        // `b` appears later: the edge a -> b is inverted.
+        let b = entry("b", "note", "y", 2, &[]);
+        let referrers: Vec<Arc<str>> = vec![Arc::from("a")];
+        index.upsert(&b, None, Some(&referrers));
+        let (ida, idb) = (index.id("a").unwrap(), index.id("b").unwrap());
+        assert_eq!(index.parents(ida), [idb]);
+        assert!(index.has_inverted_reference(ida));
+        assert_eq!(index.oldest_inverted(), Some(1));
+        index.remove(&b, Some(&referrers));
+        assert!(index.parents(ida).is_empty());
+        assert_eq!(index.oldest_inverted(), None);
+    }
+
+    #[test]
+    fn fill_tree_stays_in_fill_order() {
+        let mut index = RenderIndex::default();
+        let mut all = Vec::new();
+        for at in [5, 1, 9, 3, 7, 7] {
+            let key = format!("k{at}{}", all.len());
+            let e = entry(&key, "note", "v", at, &[]);
+            index.upsert(&e, None, None);
+            all.push(e);
+            // Build the fill tree after the first insert so the rest go
+            // through the incremental path.
+            let _ = index.fill();
+        }
+        let fill = index.fill();
+        let got: Vec<String> = fill
+            .ids_below(fill.slot_count())
+            .map(|id| index.entry(id).key.to_string())
+            .collect();
+        all.sort_by(|a, b| fill_order(b, a));
+        let want: Vec<String> = all.iter().map(|e| e.key.to_string()).collect();
+        assert_eq!(got, want);
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::mirror::Mirror;
+    use std::time::Instant;
+
+    /// `cargo test --release timing -- --ignored --nocapture`: where the cold
+    /// start of a 100k-entry store goes.
+    #[test]
+    #[ignore = "timing report, not a test"]
+    fn cold_start_breakdown() {
+        let words = [
+            "handler",
+            "returns",
+            "paginated",
+            "users",
+            "client",
+            "retries",
+            "timeout",
+            "migration",
+            "nullable",
+            "column",
+            "orders",
+            "deploy",
+            "webhook",
+            "signature",
+            "cache",
+            "config",
+        ];
+        let entries: Vec<Arc<Entry>> = (0..100_000_i64)
+            .map(|i| {
+                let mut value = format!("svc{} ", i * 7919 % 100_003);
+                let mut n = i as usize;
+                while value.len() < 220 {
+                    n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    value.push_str(words[(n >> 33) % words.len()]);
+                    value.push(' ');
+                }
+                let kind = ["result", "note", "tool_result", "decision"][i as usize % 4];
+                Arc::new(Entry {
+                    key: format!("{kind}:{i}").into(),
+                    value: value.into(),
+                    kind: kind.into(),
+                    namespace: "".into(),
+                    references: vec![format!("note:{}", i - 1).into()],
+                    created_at: i,
+                    updated_at: i,
+                })
+            })
+            .collect();
+        let started = Instant::now();
+        let n = TokenIndex::tokenize_only(entries.iter().map(|e| &**e));
+        println!("tokenize only: {n} tokens in {:?}", started.elapsed());
+        let started = Instant::now();
+        let done = entries
+            .iter()
+            .filter(|e| crate::text::is_done(&e.value))
+            .count();
+        println!("is_done over all: {done} in {:?}", started.elapsed());
+        let started = Instant::now();
+        let index = RenderIndex::from_entries(&entries);
+        let render_index = started.elapsed();
+        let started = Instant::now();
+        let _ = index.fill();
+        let fill = started.elapsed();
+        let started = Instant::now();
+        let _ = index.tokens();
+        let tokens = started.elapsed();
+        let started = Instant::now();
+        let mirror = Mirror::from_entries(entries, vec![1], 0);
+        let whole_mirror = started.elapsed();
+        println!(
+            "100k: RenderIndex::from_entries {render_index:?}, fill tree {fill:?}, \
+             token index {tokens:?}; Mirror::from_entries (all indexes) {whole_mirror:?}"
+        );
+        drop(mirror);
+    }
+}
