@@ -136,3 +136,38 @@ pub fn parents_first(index: &RenderIndex, kept: &IdSet) -> Vec<u32> {
     }
     order
 }
+
+/// The entries related to `start` through references in either direction
+/// (its ancestors and its descendants, transitively; cycle-safe), `start`
+/// included. Descendants come from the mirror's children index.
+pub fn lineage(mirror: &crate::mirror::Mirror, start: &str) -> IdSet {
+    let index = mirror.render_index();
+    let mut related = IdSet::default();
+    let Some(first) = index.id(start) else {
+        return related;
+    };
+    related.insert(first);
+    let mut upward = vec![first];
+    while let Some(id) = upward.pop() {
+        for &parent in index.parents(id) {
+            if related.insert(parent) {
+                upward.push(parent);
+            }
+        }
+    }
+    let mut downward = vec![first];
+    let mut below = IdSet::default();
+    below.insert(first);
+    while let Some(id) = downward.pop() {
+        let key = index.entry(id).key.clone();
+        for child in mirror.children(&key) {
+            if let Some(child_id) = index.id(child)
+                && below.insert(child_id)
+            {
+                related.insert(child_id);
+                downward.push(child_id);
+            }
+        }
+    }
+    related
+}

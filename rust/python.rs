@@ -492,6 +492,13 @@ impl PyStore {
         self.run(py, |s| s.render(focus, max_tokens, now_ms))
     }
 
+    /// Entries in parents-first order: all, or those related to `key`.
+    #[pyo3(signature = (key = None))]
+    fn graph<'py>(&self, py: Python<'py>, key: Option<&str>) -> PyResult<Bound<'py, PyList>> {
+        let entries = self.run(py, |s| s.graph(key))?;
+        entries_to_list(py, entries)
+    }
+
     /// The keys of the `n` newest entries, newest first.
     fn newest_keys<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
         let (keys, _) = self.run(py, |s| s.newest_keys(n))?;

@@ -38,6 +38,7 @@ use redb::{
 };
 
 use crate::entry::{DecodeError, Entry, Interner};
+use crate::graph;
 use crate::error::{Result, StoreError};
 use crate::lease::{self, LeaseHolder};
 use crate::mirror::Mirror;
@@ -293,6 +294,22 @@ impl Store {
     /// ages are relative to `now_ms`, or to the current time when `None`.
     pub fn render(&self, focus: &str, max_tokens: i64, now_ms: Option<i64>) -> Result<String> {
         self.read(|m| render::render(m, focus, max_tokens, now_ms.unwrap_or_else(self::now_ms)))
+    }
+
+    /// Entries for `membolt graph`: every entry, or those related to `key`
+    /// (ancestors and descendants), in the parents-first order of §5.3.
+    pub fn graph(&self, key: Option<&str>) -> Result<Vec<Arc<Entry>>> {
+        self.read(|m| {
+            let index = m.render_index();
+            let chosen = match key {
+                Some(key) => graph::lineage(m, key),
+                None => m.iter().filter_map(|e| index.id(&e.key)).collect(),
+            };
+            graph::parents_first(index, &chosen)
+                .into_iter()
+                .map(|id| index.entry(id).clone())
+                .collect()
+        })
     }
 
     /// The keys of the `limit` newest entries, newest first, and the number

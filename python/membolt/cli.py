@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import _core, tools, transfer
+from ._core import Entry
 from .errors import MemboltError
 from .store import MemoryStore, project_store_path
 
@@ -140,6 +141,66 @@ def cmd_doctor(args: argparse.Namespace) -> None:
     print("ok: no problems found")
 
 
+def cmd_render(args: argparse.Namespace) -> None:
+    block = open_store(args).render(args.focus, args.max_tokens, args.now_ms)
+    if block:
+        print(block)
+
+
+def cmd_graph(args: argparse.Namespace) -> None:
+    store = open_store(args)
+    if args.key is not None and args.key not in store:
+        raise CommandError(f"no memory entry {tools.quote(args.key)}")
+    entries = store.graph(args.key)
+    render = {"text": graph_text, "dot": graph_dot, "mermaid": graph_mermaid}[args.format]
+    print(render(entries), end="")
+
+
+def graph_text(entries: Sequence[Entry]) -> str:
+    """One line per entry, parents first: ``key [type] <- parent, parent``."""
+    shown = {e.key for e in entries}
+    lines = []
+    for entry in entries:
+        parents = [p for p in entry.references if p in shown]
+        arrow = f"  <- {', '.join(parents)}" if parents else ""
+        lines.append(f"{entry.key} [{entry.type}]{arrow}\n")
+    return "".join(lines)
+
+
+def _dot_quote(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def graph_dot(entries: Sequence[Entry]) -> str:
+    """Graphviz: an edge from each parent to the entries derived from it."""
+    shown = {e.key for e in entries}
+    lines = ["digraph memory {\n", "  rankdir=TB;\n", "  node [shape=box];\n"]
+    for entry in entries:
+        label = _dot_quote(f"{entry.key}\n[{entry.type}]")
+        lines.append(f"  {_dot_quote(entry.key)} [label={label}];\n")
+    for entry in entries:
+        for parent in entry.references:
+            if parent in shown:
+                lines.append(f"  {_dot_quote(parent)} -> {_dot_quote(entry.key)};\n")
+    lines.append("}\n")
+    return "".join(lines)
+
+
+def graph_mermaid(entries: Sequence[Entry]) -> str:
+    """Mermaid flowchart; node ids are positional, labels carry key and type."""
+    ids = {entry.key: f"n{i}" for i, entry in enumerate(entries)}
+    lines = ["flowchart TD\n"]
+    for entry in entries:
+        label = f"{entry.key} [{entry.type}]".replace('"', "#quot;")
+        lines.append(f'  {ids[entry.key]}["{label}"]\n')
+    for entry in entries:
+        for parent in entry.references:
+            if parent in ids:
+                lines.append(f"  {ids[parent]} --> {ids[entry.key]}\n")
+    return "".join(lines)
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     from .demo import run_demo
 
@@ -202,6 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("expression")
     query.add_argument("--limit", type=int, default=50, help="rows shown (default 50, max 500)")
     command("doctor", cmd_doctor, "read-only integrity check of the store file")
+    render = command("render", cmd_render, "print the <memory> block a model would see")
+    render.add_argument("--focus", default="", help="the current user prompt (default: none)")
+    render.add_argument("--max-tokens", type=int, default=500, help="budget (default 500)")
+    render.add_argument("--now-ms", type=int, default=None, help="pin the clock (Unix ms)")
+    graph = command("graph", cmd_graph, "the causal graph: every entry, or one key's lineage")
+    graph.add_argument("key", nargs="?", help="show only this key's ancestors and descendants")
+    graph.add_argument("--format", choices=("text", "dot", "mermaid"), default="text")
     return parser
 
 
