@@ -34,6 +34,29 @@ pub fn ancestry_chain(index: &RenderIndex, start: u32) -> Vec<u32> {
     chain
 }
 
+/// A set of ids as one bit each: O(1) with no hashing, for the walk, which
+/// may visit many nodes. Allocating it costs `id_bound / 8` bytes.
+struct IdBits(Vec<u64>);
+
+impl IdBits {
+    fn new(id_bound: usize) -> IdBits {
+        IdBits(vec![0; id_bound.div_ceil(64)])
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        self.0[id as usize / 64] & (1 << (id % 64)) != 0
+    }
+
+    /// Adds `id`; returns whether it was absent.
+    fn insert(&mut self, id: u32) -> bool {
+        let word = &mut self.0[id as usize / 64];
+        let bit = 1 << (id % 64);
+        let absent = *word & bit == 0;
+        *word |= bit;
+        absent
+    }
+}
+
 /// The pruning bound of [`parents_first`].
 ///
 /// Call a reference *inverted* when it points to an entry created no earlier
@@ -58,11 +81,11 @@ struct Pruning {
 }
 
 impl Pruning {
-    fn threshold(&mut self, visited: &IdSet) -> i64 {
+    fn threshold(&mut self, visited: &IdBits) -> i64 {
         while self
             .kept_by_creation
             .get(self.cursor)
-            .is_some_and(|(_, id)| visited.contains(id))
+            .is_some_and(|&(_, id)| visited.contains(id))
         {
             self.cursor += 1;
         }
@@ -96,9 +119,13 @@ pub fn parents_first(index: &RenderIndex, kept: &IdSet) -> Vec<u32> {
         oldest_inverted: index.oldest_inverted(),
     };
 
+    let mut is_kept = IdBits::new(index.id_bound());
+    for &id in kept {
+        is_kept.insert(id);
+    }
     let mut order = Vec::with_capacity(kept.len());
-    let mut emitted = IdSet::default();
-    let mut visited = IdSet::default();
+    let mut emitted = IdBits::new(index.id_bound());
+    let mut visited = IdBits::new(index.id_bound());
     let mut stack: Vec<(u32, usize)> = Vec::new();
     for &root in &roots {
         if !visited.insert(root) {
@@ -110,10 +137,10 @@ pub fn parents_first(index: &RenderIndex, kept: &IdSet) -> Vec<u32> {
             let parents = index.parents(node);
             if let Some(&parent) = parents.get(*next) {
                 *next += 1;
-                if visited.contains(&parent) {
+                if visited.contains(parent) {
                     continue;
                 }
-                if !kept.contains(&parent)
+                if !is_kept.contains(parent)
                     && !index.has_inverted_reference(parent)
                     && index.created_at(parent) <= pruning.threshold(&visited)
                 {
@@ -123,7 +150,7 @@ pub fn parents_first(index: &RenderIndex, kept: &IdSet) -> Vec<u32> {
                 stack.push((parent, 0));
             } else {
                 stack.pop();
-                if kept.contains(&node) && emitted.insert(node) {
+                if is_kept.contains(node) && emitted.insert(node) {
                     order.push(node);
                 }
             }

@@ -2,8 +2,10 @@
 //! are written.
 //!
 //! Every text rule comes from [`crate::text`]; every lookup goes through the
-//! indexes of [`RenderIndex`], so a render costs O(log n) per kept entry plus
-//! the focus words' postings plus the reference paths between kept entries,
+//! indexes of [`RenderIndex`], so a render costs O(log n) per kept entry,
+//! plus the postings of the focus words (bounded by a newest-first walk when
+//! a word is frequent), plus the reference paths between kept entries that
+//! the pruned parents-first walk still has to follow (see [`crate::graph`]),
 //! not O(store). The adopted interpretations of the spec are those of the
 //! plain-Python model `tests/reference_render.py`, which the tests compare
 //! this renderer with byte for byte:

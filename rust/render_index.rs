@@ -60,9 +60,39 @@ struct Node {
     /// [`focus_type_bonus`] of the entry's type.
     focus_bonus: bool,
     /// Ids of the referenced entries that exist, in stored order.
-    parents: Box<[u32]>,
+    parents: Parents,
     /// How many of `parents` were created no earlier than this entry.
     inverted: u32,
+}
+
+/// A node's parent ids; the usual single parent is stored inline, so a walk
+/// up a chain does not chase a pointer per step.
+#[derive(Default)]
+enum Parents {
+    #[default]
+    None,
+    One(u32),
+    Many(Box<[u32]>),
+}
+
+impl Parents {
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Parents::None => &[],
+            Parents::One(parent) => std::slice::from_ref(parent),
+            Parents::Many(parents) => parents,
+        }
+    }
+}
+
+impl From<Vec<u32>> for Parents {
+    fn from(parents: Vec<u32>) -> Parents {
+        match parents.as_slice() {
+            [] => Parents::None,
+            [parent] => Parents::One(*parent),
+            _ => Parents::Many(parents.into_boxed_slice()),
+        }
+    }
 }
 
 impl Node {
@@ -73,7 +103,7 @@ impl Node {
             created_at: entry.created_at,
             updated_at: entry.updated_at,
             focus_bonus: focus_type_bonus(&entry.kind),
-            parents: Box::default(),
+            parents: Parents::None,
             inverted: 0,
         }
     }
@@ -250,7 +280,7 @@ impl RenderIndex {
     fn refresh_links(&mut self, id: u32) {
         let node = self.nodes[id as usize].as_ref().expect("live id");
         let created = node.created_at;
-        let parents: Box<[u32]> = node
+        let parents: Vec<u32> = node
             .entry
             .references
             .iter()
@@ -261,7 +291,7 @@ impl RenderIndex {
             .filter(|&&parent| self.created_at(parent) >= created)
             .count() as u32;
         let node = self.nodes[id as usize].as_mut().expect("live id");
-        node.parents = parents;
+        node.parents = parents.into();
         node.inverted = inverted;
         if inverted > 0 {
             self.inverted.insert((created, id));
@@ -304,7 +334,12 @@ impl RenderIndex {
 
     /// Ids of the existing references of `id`, in stored order.
     pub fn parents(&self, id: u32) -> &[u32] {
-        &self.node(id).parents
+        self.node(id).parents.as_slice()
+    }
+
+    /// One more than the largest id in use: the size of a dense id set.
+    pub fn id_bound(&self) -> usize {
+        self.nodes.len()
     }
 
     /// Whether `id` has a reference to an entry created no earlier than it.
