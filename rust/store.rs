@@ -38,8 +38,8 @@ use redb::{
 };
 
 use crate::entry::{DecodeError, Entry, Interner};
-use crate::graph;
 use crate::error::{Result, StoreError};
+use crate::graph;
 use crate::lease::{self, LeaseHolder};
 use crate::mirror::Mirror;
 use crate::render;
