@@ -7,6 +7,7 @@ import os
 
 from . import _core
 from ._core import Entry, truncate
+from .agent import AgentMemory
 from .classify import classify, parent_type
 from .errors import (
     ArgumentTypeError,
@@ -17,13 +18,17 @@ from .errors import (
     StoreError,
     StoreVersionError,
 )
+from .extract import ExtractionConfig
+from .prompt import system_prompt_section
 from .store import Batch, MemoryStore, encode_cwd, get_or_create_store, project_store_path
 
 __all__ = [
+    "AgentMemory",
     "ArgumentTypeError",
     "Batch",
     "CorruptStoreError",
     "Entry",
+    "ExtractionConfig",
     "MemboltError",
     "MemoryStore",
     "QueryError",
@@ -35,6 +40,7 @@ __all__ = [
     "get_or_create_store",
     "parent_type",
     "project_store_path",
+    "system_prompt_section",
     "truncate",
 ]
 

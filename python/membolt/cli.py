@@ -69,7 +69,8 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> None:
-    print(tools.memory_search(open_store(args), {"query": args.query}), end="")
+    text = tools.memory_search(open_store(args), {"query": args.query})
+    print(text, end="" if text.endswith("\n") else "\n")
 
 
 def cmd_stats(args: argparse.Namespace) -> None:

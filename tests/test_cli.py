@@ -1,0 +1,187 @@
+"""The `membolt` command, run as a subprocess: every subcommand, its errors
+and exit codes (0 success, 1 failure with one line on stderr, 2 usage)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from membolt import MemoryStore
+
+pytestmark = pytest.mark.slow
+
+
+def membolt(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "membolt.cli", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=120,
+        check=False,
+    )
+
+
+def ok(*args: str) -> str:
+    done = membolt(*args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def fails(*args: str, code: int = 1) -> str:
+    done = membolt(*args)
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    if code == 1:
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1
+        assert lines[0].startswith("membolt: error: ")
+    return done.stderr
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    path = tmp_path / "cli" / "memory.redb"
+    store = MemoryStore(path)
+    store.save("prompt:build", "Add /users endpoint")
+    store.save("tool:write_users", "wrote handlers/users.go")
+    store.save("result:build", "compiles; tests pending")
+    store.close()
+    del store
+    return str(path)
+
+
+def test_save_get_delete_list(db: str) -> None:
+    assert ok("--db", db, "save", "decision:db", "use redb") == 'saved "decision:db" [decision]\n'
+    assert ok("get", "--db", db, "decision:db") == "use redb\n"
+    assert ok("--db", db, "save", "k", "v", "--type", "fact") == 'saved "k" [fact]\n'
+    assert ok("--db", db, "list").split() == [
+        "decision:db", "k", "prompt:build", "result:build", "tool:write_users",
+    ]  # fmt: skip
+    assert ok("--db", db, "delete", "k") == 'deleted "k"\n'
+    assert "missing" in fails("--db", db, "get", "missing")
+    assert 'no memory entry "missing"' in fails("--db", db, "delete", "missing")
+
+
+def test_search(db: str) -> None:
+    assert ok("--db", db, "search", "BUILD") == (
+        "Found 2 memory entries:\n"
+        "- result:build: compiles; tests pending\n"
+        "- prompt:build: Add /users endpoint\n"
+    )
+    assert ok("--db", db, "search", "zzz") == "No memory entries found.\n"
+
+
+def test_cwd_selects_the_project_store(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    ok("--cwd", str(project), "save", "goal", "ship")
+    assert ok("get", "goal", "--cwd", str(project)) == "ship\n"
+    store = MemoryStore.for_project(cwd=project)
+    assert store.get("goal") is not None
+
+
+def test_stats(db: str) -> None:
+    out = ok("--db", db, "stats")
+    assert "entries: 3" in out
+    assert "  prompt: 1" in out
+    assert "  result: 1" in out
+    assert "oldest:  prompt:build (" in out
+    assert "newest:  result:build (" in out
+    assert "size:" in out
+
+
+def test_render(db: str) -> None:
+    out = ok("--db", db, "render", "--now-ms", "99999999999999")
+    assert out.startswith("<memory>\n")
+    assert out.endswith("</memory>\n")
+    assert "result:build [result]: compiles; tests pending  <- tool:write_users  <== RESUME" in out
+    small = ok("--db", db, "render", "--max-tokens", "0", "--focus", "users")
+    assert "prompt:build" in small
+
+
+def test_query(db: str) -> None:
+    out = json.loads(ok("--db", db, "query", 'filter(memory, .type == "result")'))
+    assert out["count"] == 1
+    assert out["rows"][0]["key"] == "result:build"
+    limited = json.loads(ok("--db", db, "query", "memory", "--limit", "1"))
+    assert (limited["count"], len(limited["rows"]), limited["truncated"]) == (3, 1, True)
+    assert "compile:" in fails("--db", db, "query", "filter((")
+    assert "run:" in fails("--db", db, "query", "[1][3]")
+
+
+def test_graph(db: str) -> None:
+    assert ok("--db", db, "graph") == (
+        "prompt:build [prompt]\n"
+        "tool:write_users [tool_result]  <- prompt:build\n"
+        "result:build [result]  <- tool:write_users\n"
+    )
+    dot = ok("--db", db, "graph", "result:build", "--format", "dot")
+    assert dot.startswith("digraph memory {")
+    assert '"tool:write_users" -> "result:build";' in dot
+    mermaid = ok("--db", db, "graph", "--format", "mermaid")
+    assert mermaid.startswith("flowchart TD\n")
+    assert "n0 --> n1" in mermaid
+    assert 'no memory entry "nope"' in fails("--db", db, "graph", "nope")
+    fails("--db", db, "graph", "--format", "svg", code=2)
+
+
+def test_export_import_round_trip(db: str, tmp_path: Path) -> None:
+    exported = ok("--db", db, "export")
+    lines = exported.splitlines()
+    assert json.loads(lines[0]) == {"format": "membolt-export", "schema": 1}
+    assert len(lines) == 4
+    target = str(tmp_path / "copy.redb")
+    file = tmp_path / "backup.jsonl"
+    assert membolt("--db", db, "export", "-o", str(file)).returncode == 0
+    assert ok("--db", target, "import", str(file)) == "imported 3 entries (3 new or changed)\n"
+    assert ok("--db", target, "import", str(file)) == "imported 3 entries (0 new or changed)\n"
+    assert ok("--db", target, "export") == exported
+
+
+def test_import_errors_write_nothing(tmp_path: Path) -> None:
+    target = str(tmp_path / "t.redb")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"key": "a", "value": "x", "createdAt": 1}\n{"key": "b", "value": 5, "createdAt": 1}\n'
+    )
+    assert "line 2: value must be a string" in fails("--db", target, "import", str(bad))
+    assert MemoryStore(target).keys() == []
+    assert "No such file" in fails("--db", target, "import", str(tmp_path / "missing.jsonl"))
+
+
+def test_doctor(db: str, tmp_path: Path) -> None:
+    out = ok("--db", db, "doctor")
+    assert "entries: 3" in out
+    assert "ok: no problems found" in out
+    junk = tmp_path / "junk.redb"
+    junk.write_text("not a database at all\n" * 50)
+    assert "not a readable membolt store" in fails("--db", str(junk), "doctor")
+    assert "no store at" in fails("--db", str(tmp_path / "none.redb"), "doctor")
+
+
+def test_errors_are_one_line(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.redb"
+    junk.write_text("garbage " * 100)
+    for command in (["list"], ["get", "k"], ["save", "k", "v"], ["render"], ["stats"]):
+        assert str(junk) in fails("--db", str(junk), *command)
+    fails("--db", str(tmp_path / "x.redb"), "save", "", "v")
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    fails(code=2)
+    fails("frobnicate", code=2)
+    fails("--db", "a", "--cwd", "b", "list", code=2)
+    fails("get", code=2)
+
+
+def test_demo() -> None:
+    out = ok("demo")
+    assert "membolt demo" in out
+    assert "<memory>" in out
+    assert "Found" in out
+    assert '"count"' in out

@@ -1,0 +1,112 @@
+"""Export and import (issue 6): lossless, idempotent, all-or-nothing, and the
+seed system's JSONL format."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from membolt import MemoryStore
+from membolt.transfer import ImportFormatError, export, import_entries, parse
+
+
+def exported(store: MemoryStore) -> list[str]:
+    out = io.StringIO()
+    export(store, out)
+    return out.getvalue().splitlines()
+
+
+def test_round_trip_keeps_every_field(store: MemoryStore, tmp_path: Path) -> None:
+    store.save("prompt:x", "goal", namespace="ns")
+    store.save("note é", "multi\nline ünïcode", references=["prompt:x", "gone"])
+    store.link("note é", "prompt:x")
+    store.save("custom", "v", type="")
+    lines = exported(store)
+    copy = MemoryStore(tmp_path / "copy.redb")
+    assert import_entries(copy, parse(lines)) == 3
+    assert [e.to_dict() for e in copy.entries()] == [e.to_dict() for e in store.entries()]
+    assert import_entries(copy, parse(lines)) == 0  # importing twice changes nothing
+    assert exported(copy) == lines
+
+
+def test_import_never_moves_the_clock_back(store: MemoryStore, tmp_path: Path) -> None:
+    far = 4_000_000_000_000
+    line = json.dumps(
+        {"key": "future", "value": "v", "createdAt": far, "updatedAt": far, "type": "note"}
+    )
+    import_entries(store, parse([line]))
+    assert store.save("after", "x").updated_at > far
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not json", "line 1: not valid JSON"),
+        ("[1]", "line 1: not a JSON object"),
+        ('{"value": "x"}', "line 1: key must be a non-empty string"),
+        ('{"key": "", "value": "x"}', "line 1: key must be a non-empty string"),
+        ('{"key": "k"}', "line 1: value must be a string"),
+        ('{"key": "k", "value": "v", "references": "p"}', "line 1: references must be a list"),
+        ('{"key": "k", "value": "v", "createdAt": "yesterday"}', "line 1: createdAt is not"),
+        ('{"key": "k", "value": "v", "createdAt": true}', "line 1: createdAt must be"),
+        ('{"key": "k", "value": "v", "type": 3}', "line 1: type must be a string"),
+        ('{"format": "membolt-export", "schema": 99}', "line 1: written by a newer membolt"),
+        ('{"format": "other", "schema": 1}', "line 1: unknown format"),
+        (
+            '{"key": "a", "value": "1", "createdAt": 1}\n'
+            '{"key": "a", "value": "2", "createdAt": 1}',
+            'line 2: key "a" already',
+        ),
+        ('{"key": "k", "value": "v"}', "line 1: createdAt must be"),
+    ],
+)
+def test_malformed_lines_are_reported_with_their_number(text: str, message: str) -> None:
+    with pytest.raises(ImportFormatError, match=message.replace("(", r"\(")):
+        parse(text.splitlines())
+
+
+def test_a_malformed_file_writes_nothing(store: MemoryStore) -> None:
+    lines = [
+        json.dumps({"key": "a", "value": "1", "createdAt": 1, "updatedAt": 1}),
+        "{broken",
+    ]
+    with pytest.raises(ImportFormatError, match="line 2"):
+        import_entries(store, parse(lines))
+    assert len(store) == 0
+
+
+def test_seed_format(store: MemoryStore) -> None:
+    seed = [
+        {
+            "key": "project_name",
+            "value": "kdeps",
+            "type": "note",
+            "references": [],
+            "createdAt": "2024-01-02T03:04:05.123456789Z",
+            "updatedAt": "2024-01-02T05:04:05+02:00",
+        },
+        {
+            "key": "error:build",
+            "value": "fails",
+            "type": "error",
+            "references": ["project_name", "error:build"],
+            "createdAt": 1704164645000,
+            "updatedAt": 1704164646000,
+        },
+        {"key": "goal", "value": "ship", "createdAt": 5},
+    ]
+    entries = parse(json.dumps(record) for record in seed)
+    assert import_entries(store, entries) == 3
+    project = store.get("project_name")
+    assert project is not None
+    assert (project.created_at, project.updated_at) == (1704164645123, 1704164645000)
+    assert project.namespace == ""
+    build = store.get("error:build")
+    assert build is not None
+    assert build.references == ("project_name",)
+    goal = store.get("goal")
+    assert goal is not None
+    assert (goal.type, goal.created_at, goal.updated_at) == ("prompt", 5, 5)
