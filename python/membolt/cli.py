@@ -140,6 +140,12 @@ def cmd_doctor(args: argparse.Namespace) -> None:
     print("ok: no problems found")
 
 
+def cmd_mcp(args: argparse.Namespace) -> None:
+    from .mcp import run_mcp_server
+
+    run_mcp_server(_store_location(args), timeout=args.timeout)
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     from .demo import run_demo
 
@@ -202,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("expression")
     query.add_argument("--limit", type=int, default=50, help="rows shown (default 50, max 500)")
     command("doctor", cmd_doctor, "read-only integrity check of the store file")
+    command("mcp", cmd_mcp, "serve the memory tools to an MCP client over stdio")
     return parser
 
 
