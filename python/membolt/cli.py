@@ -202,6 +202,12 @@ def graph_mermaid(entries: Sequence[Entry]) -> str:
     return "".join(lines)
 
 
+def cmd_mcp(args: argparse.Namespace) -> None:
+    from .mcp import run_mcp_server
+
+    run_mcp_server(_store_location(args), timeout=args.timeout)
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     from .demo import run_demo
 
@@ -271,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph = command("graph", cmd_graph, "the causal graph: every entry, or one key's lineage")
     graph.add_argument("key", nargs="?", help="show only this key's ancestors and descendants")
     graph.add_argument("--format", choices=("text", "dot", "mermaid"), default="text")
+    command("mcp", cmd_mcp, "serve the memory tools to an MCP client over stdio")
     return parser
 
 
