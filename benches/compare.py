@@ -28,9 +28,7 @@ import membolt
 from membolt import MemoryStore
 
 sys.path.insert(0, str(Path(__file__).parent))
-from workload import Workload
-
-BUILD_CHUNK = 10_000
+from workload import Workload, build_store
 
 
 def p50(run: Callable[[int], object], repeat: int) -> float:
@@ -41,19 +39,6 @@ def p50(run: Callable[[int], object], repeat: int) -> float:
         run(i)
         times.append(time.perf_counter_ns() - start)
     return statistics.median(times) / 1e6
-
-
-def build_membolt(path: Path, workload: Workload) -> MemoryStore:
-    store = MemoryStore(path)
-    chunk: list[tuple[str, str]] = []
-    for item in workload.entries():
-        chunk.append(item)
-        if len(chunk) == BUILD_CHUNK:
-            store.save_many(chunk, caps=False)
-            chunk = []
-    if chunk:
-        store.save_many(chunk, caps=False)
-    return store
 
 
 def build_sqlite(path: Path, workload: Workload) -> sqlite3.Connection:
@@ -120,7 +105,7 @@ def measure(size: int, directory: Path) -> list[tuple[str, str, float, str, floa
     store_path = directory / f"membolt-{size}.redb"
     sqlite_path = directory / f"sqlite-{size}.db"
     db = build_sqlite(sqlite_path, workload)
-    rows.extend(measure_operations(build_membolt(store_path, workload), db, items, queries))
+    rows.extend(measure_operations(build_store(store_path, workload), db, items, queries))
     db.close()
     # The store is closed and unreferenced now: reopening it reads the file.
     gc.collect()

@@ -22,28 +22,14 @@ import membolt
 sys.path.insert(0, str(Path(__file__).parent))
 # The plain-Python model of the renderer lives with the tests.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from workload import Workload
+from workload import Workload, build_store
 
 CACHE = Path(os.environ.get("MEMBOLT_BENCH_CACHE", "/tmp/membolt-bench-cache"))
-CHUNK = 10_000
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("benchmark_enable", False) and membolt._core.DEBUG_BUILD:
         pytest.exit("benchmarks need a release build: maturin develop --release", returncode=2)
-
-
-def _build(path: Path, size: int) -> None:
-    store = membolt.MemoryStore(path)
-    chunk: list[tuple[str, str]] = []
-    for item in Workload(size).entries():
-        chunk.append(item)
-        if len(chunk) == CHUNK:
-            store.save_many(chunk, caps=False)
-            chunk = []
-    if chunk:
-        store.save_many(chunk, caps=False)
-    store.close()
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +42,7 @@ def built_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], mem
             CACHE.mkdir(parents=True, exist_ok=True)
             partial = cached.with_suffix(".partial")
             partial.unlink(missing_ok=True)
-            _build(partial, size)
+            build_store(partial, Workload(size)).close()
             membolt._core._release_all()
             partial.rename(cached)
         copy = tmp_path_factory.mktemp(f"store-{size}") / "memory.redb"

@@ -11,6 +11,9 @@ import random
 import string
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+import membolt
 
 PREFIXES = (
     "prompt", "purpose", "progress", "status", "decision", "error", "file",
@@ -54,3 +57,20 @@ class Workload:
         hits = [rng.choice(vocabulary) for _ in range(5)]
         misses = ["".join(rng.choices("qxzj", k=7)) for _ in range(5)]
         return [q for pair in zip(hits, misses, strict=True) for q in pair]
+
+
+BUILD_CHUNK = 10_000
+
+
+def build_store(path: Path, workload: Workload) -> membolt.MemoryStore:
+    """A store at `path` holding the workload, written in big batches."""
+    store = membolt.MemoryStore(path)
+    chunk: list[tuple[str, str]] = []
+    for item in workload.entries():
+        chunk.append(item)
+        if len(chunk) == BUILD_CHUNK:
+            store.save_many(chunk, caps=False)
+            chunk = []
+    if chunk:
+        store.save_many(chunk, caps=False)
+    return store
