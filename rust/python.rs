@@ -325,6 +325,24 @@ type SaveManyItem<'py> = (
     Option<Bound<'py, PyAny>>,
 );
 
+/// Requests from `_save_many` items (see [`SaveManyItem`]).
+fn save_many_requests(items: &Bound<'_, PyAny>) -> PyResult<Vec<SaveRequest>> {
+    let mut requests = Vec::new();
+    for item in items.try_iter()? {
+        let (key, value, kind, inferred, parent, references): SaveManyItem<'_> = item?.extract()?;
+        requests.push(save_request(
+            &key,
+            &value,
+            kind.as_ref(),
+            inferred,
+            None,
+            references.as_ref(),
+            parent,
+        )?);
+    }
+    Ok(requests)
+}
+
 /// The store engine. `membolt.MemoryStore` subclasses it and adds the
 /// Python-side rules (type inference, parent types) before calling the
 /// underscore methods.
@@ -575,29 +593,22 @@ impl PyStore {
     }
 
     /// The §3.3 batch: items are `(key, value, type | None, inferred type,
-    /// parent type | None, references | None)`.
+    /// parent type | None, references | None)`; `then` holds plain saves of
+    /// the same shape made after the batch, in the same transaction.
+    #[pyo3(signature = (items, apply_caps, then = None))]
     fn _save_many<'py>(
         &self,
         py: Python<'py>,
         items: &Bound<'_, PyAny>,
         apply_caps: bool,
+        then: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut requests = Vec::new();
-        for item in items.try_iter()? {
-            let item = item?;
-            let (key, value, kind, inferred, parent, references): SaveManyItem<'_> =
-                item.extract()?;
-            requests.push(save_request(
-                &key,
-                &value,
-                kind.as_ref(),
-                inferred,
-                None,
-                references.as_ref(),
-                parent,
-            )?);
-        }
-        let saved = self.run(py, |s| s.save_many(requests, apply_caps))?;
+        let requests = save_many_requests(items)?;
+        let then = then
+            .map(save_many_requests)
+            .transpose()?
+            .unwrap_or_default();
+        let saved = self.run(py, |s| s.save_many(requests, apply_caps, then))?;
         entries_to_list(py, saved)
     }
 
@@ -733,8 +744,17 @@ fn evaluate_query(
     } else {
         Vec::new()
     };
+    // The engine asks for `memory` once per run; hand over the vector
+    // instead of copying 100k pointers.
+    let entries = std::sync::Mutex::new(Some(entries));
     let relations = Relations {
-        memory: &|| entries.clone(),
+        memory: &|| {
+            entries
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+                .unwrap_or_default()
+        },
         memory_cap,
         tool_calls,
         tasks,

@@ -368,13 +368,16 @@ impl Store {
     }
 
     /// §3.3 and §6.7: an extraction batch, chained, with the caps applied in
-    /// the same transaction when `apply_caps` is set.
+    /// the same transaction when `apply_caps` is set. `then` are plain saves
+    /// (§1.3 rules) made after the batch in the same transaction, such as the
+    /// turn record of §6.10: one commit per hook instead of two.
     pub fn save_many(
         &self,
         requests: Vec<SaveRequest>,
         apply_caps: bool,
+        then: Vec<SaveRequest>,
     ) -> Result<Vec<Arc<Entry>>> {
-        for request in &requests {
+        for request in requests.iter().chain(&then) {
             validate_save(request)?;
         }
         self.write(|txn| {
@@ -392,6 +395,9 @@ impl Store {
                 let entry = txn.save(request, Linking::Extraction { previous: chain_to })?;
                 previous = Some(entry.key.clone());
                 saved.push(entry);
+            }
+            for request in then {
+                txn.save(request, Linking::Plain)?;
             }
             if apply_caps {
                 for tool in &tools {
@@ -598,6 +604,13 @@ impl State {
             self.mirror = None; // load the whole file, checking every record
         }
         self.catch_up(&db, ctx.path)?;
+        if self.seen.is_none() {
+            // No sidecar yet (a copied store, or one no writer has touched
+            // since): start one, or every read would reload the whole file.
+            // Safe under the read lock: no writer can run, and a reader that
+            // initialises it at the same time only costs a rebuild later.
+            self.seen = self.sync.initialise();
+        }
         self.verified = true;
         Ok(())
     }

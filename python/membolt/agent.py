@@ -104,10 +104,10 @@ class AgentMemory:
         many were saved (``turn:last`` is saved too, and not counted)."""
 
         def run() -> int:
-            saved = self._save_facts(extract_turn(user_input, response, self.config))
+            facts = extract_turn(user_input, response, self.config)
             record = turn_record(user_input, response, self._clock())
-            self.store.save(record.key, record.value)
-            return saved
+            # One transaction: the batch, then the turn record as a plain save.
+            return self._save_facts(facts, then=[(record.key, record.value)])
 
         return self._guarded("after_turn", run)
 
@@ -145,11 +145,11 @@ class AgentMemory:
 
         return self._guarded("auto_capture", run)
 
-    def _save_facts(self, facts: Iterable[Fact]) -> int:
+    def _save_facts(self, facts: Iterable[Fact], then: list[tuple[str, str]] | None = None) -> int:
         items = [(fact.key, fact.value, fact.type) for fact in facts]
-        if not items:
+        if not items and not then:
             return 0
-        return len(self.store.save_many(items))
+        return len(self.store.save_many(items, then=then or ()))
 
     def _guarded(self, hook: str, run: Callable[[], int]) -> int:
         try:

@@ -116,6 +116,7 @@ class MemoryStore(_core.Store):
         items: Iterable[BatchItem],
         *,
         caps: bool = True,
+        then: Iterable[tuple[str, str]] = (),
     ) -> list[Entry]:
         """The extraction batch (§3.3): one transaction, chained links.
 
@@ -124,14 +125,20 @@ class MemoryStore(_core.Store):
         (tool results and the first entry: to their automatic parent) unless
         it has references; an existing entry keeps its creation time and
         references. With ``caps`` (the default) the §6.7 caps are applied in
-        the same transaction.
+        the same transaction. ``then`` holds ``(key, value)`` pairs saved with
+        the plain rules of :meth:`save` after the batch, in the same
+        transaction (their entries are not returned).
         """
         rows = []
         for item in items:
             key, value, explicit, references = (*item, None, None)[:4]
             _, _, _, inferred, _, _, parent = _save_args(key, value, explicit, None, None)
             rows.append((key, value, explicit, inferred, parent, references))
-        return self._save_many(rows, caps)
+        plain = []
+        for key, value in then:
+            _, _, _, inferred, _, _, parent = _save_args(key, value, None, None, None)
+            plain.append((key, value, None, inferred, parent, None))
+        return self._save_many(rows, caps, plain)
 
     def batch(self) -> Batch:
         """Group plain writes into one transaction::

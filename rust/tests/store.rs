@@ -198,7 +198,7 @@ fn extraction_batch_chains_and_caps() {
             request("n2", "y", "note", None),
         ])
         .collect();
-    let saved = store.save_many(batch, true).unwrap();
+    let saved = store.save_many(batch, true, Vec::new()).unwrap();
     assert_eq!(saved.len(), 27);
     assert_eq!(refs(&store, "n2"), ["n1"]);
     let tools = store
