@@ -3,7 +3,8 @@
 //! redb locks the whole file while a `Database` is open, so a process may only
 //! keep it open for a short *lease*: from the first call of a burst until the
 //! handle has been idle for a few milliseconds, or until another process asks
-//! for it (the want flag of the `.sync` sidecar, see `sync.rs`).
+//! for it (the want flag of the `.sync` sidecar, see `sync.rs`) and the
+//! holder has had a short turn ([`CONTENDED_QUANTUM`]).
 //!
 //! * [`open_database`] retries "already open" with backoff until a deadline,
 //!   sleeping without the GIL (the caller has detached), raising the want
@@ -29,6 +30,9 @@ pub const DEFAULT_LEASE_IDLE: Duration = Duration::from_millis(5);
 /// After giving the lock away, wait this long before taking it back, so the
 /// waiter (polling at most this often) gets its turn.
 pub const YIELD_PAUSE: Duration = Duration::from_millis(2);
+/// While another process waits, a lease is kept at least this long before it
+/// is handed over (a waiter waits at most about this much per process ahead).
+pub const CONTENDED_QUANTUM: Duration = Duration::from_millis(10);
 
 const FIRST_BACKOFF: Duration = Duration::from_micros(200);
 const MAX_BACKOFF: Duration = Duration::from_millis(1);

@@ -155,6 +155,7 @@ struct State {
 
 struct Lease {
     db: Database,
+    taken: Instant,
     last_used: Instant,
 }
 
@@ -633,9 +634,11 @@ impl State {
         }
         prepare_file(ctx.path)?;
         let db = lease::open_database(ctx.path, ctx.deadline, ctx.started, &mut self.sync)?;
+        let now = Instant::now();
         let mut lease = Lease {
             db,
-            last_used: Instant::now(),
+            taken: now,
+            last_used: now,
         };
         if let Err(error) = self.adopt(&mut lease, ctx.path) {
             drop(lease);
@@ -772,14 +775,16 @@ impl State {
     }
 
     /// End of a call: keep the lease for the rest of the burst unless another
-    /// process waits for it.
+    /// process waits for it and this one has had its turn (the quantum: a
+    /// hand-over costs a close and an open, so handing over after every call
+    /// would spend most of the time on hand-overs).
     fn after_call(&mut self) {
         let Some(lease) = &mut self.lease else { return };
         if self.holds > 0 {
             return;
         }
         lease.last_used = Instant::now();
-        if self.sync.wanted() {
+        if lease.taken.elapsed() >= lease::CONTENDED_QUANTUM && self.sync.wanted() {
             self.sync.clear_want();
             self.release();
             self.yielded_at = Some(Instant::now());
