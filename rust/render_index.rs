@@ -226,6 +226,10 @@ impl RenderIndex {
         }
         if let Some(tokens) = self.tokens.get_mut() {
             tokens.insert(id, entry);
+            if tokens.wants_rebuild() {
+                // Rebuilt in bulk by the next render that needs it.
+                self.tokens = OnceLock::new();
+            }
         }
         if self.fill.get().is_some() {
             self.fill_insert(id, entry);

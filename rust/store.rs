@@ -657,7 +657,12 @@ impl State {
     /// mirror's position, or rebuilds the mirror when it cannot tell (no
     /// mirror yet, another file, a new or overrun sidecar).
     fn catch_up(&mut self, db: &impl BeginRead, path: &Path) -> Result<()> {
-        let now = self.sync.position();
+        // A sidecar that is missing or unreadable is (re)initialised here: the
+        // handle held excludes writers, so an empty ring is a true account of
+        // the changes to come. Without this, a reader of a store whose sidecar
+        // was lost would reload the whole store on every call until a writer
+        // came along.
+        let now = self.sync.position().or_else(|| self.sync.initialise());
         let rtx = db.read_txn().map_err(|e| storage(path, e))?;
         let meta = read_meta(&rtx, path)?;
         let entries = rtx.open_table(ENTRIES).map_err(|e| storage(path, e))?;

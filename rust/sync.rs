@@ -18,6 +18,11 @@
 //!   lock, *before* it commits; readers parse them only while holding a redb
 //!   handle (which excludes writers). So a reader never sees a half-written
 //!   record, and a commit is always announced before it becomes visible.
+//! * A missing or unreadable sidecar is initialised (an empty ring with a new
+//!   ring id) by whoever next holds a redb handle, reader or writer: no writer
+//!   runs meanwhile, so "nothing changed since" is true. Two readers doing it
+//!   at once leave one ring id; the other reader's next look sees a position
+//!   it did not record and refreshes (once), never a wrong mirror.
 //! * A record only says "this key may have changed": the reader re-reads the
 //!   key from redb. A writer that dies between announcing and committing
 //!   costs a needless re-read, never a wrong mirror.
@@ -105,7 +110,8 @@ impl SyncFile {
         (position.ring_id != 0).then_some(position)
     }
 
-    /// Makes sure the sidecar is initialised; called with the write lock.
+    /// Makes sure the sidecar is initialised; called with a redb handle held
+    /// (which excludes writers). Returns the position now on file.
     pub(crate) fn initialise(&mut self) -> Option<Position> {
         if let Some(position) = self.position() {
             return Some(position);
@@ -121,7 +127,9 @@ impl SyncFile {
         let file = self.file()?;
         file.set_len(HEADER_LEN + RING_LEN).ok()?;
         file.write_all_at(&header, 0).ok()?;
-        Some(position)
+        // Another reader may have initialised it at the same moment: what is
+        // on file is what later positions will be compared with.
+        self.position()
     }
 
     /// Appends one record per key after `from` (the current position, which

@@ -5,24 +5,49 @@
 //! entries a focus word can score on are found by a range scan over the
 //! tokens starting with that word, instead of tokenising the whole store.
 //!
-//! Key tokens and value tokens are kept in two maps (an entry holding a
-//! token in both is in both), so a focus word's key and value postings can be
-//! counted separately. Tokens that no significant focus word can be a prefix
-//! of ([`could_match_focus_word`]) are not indexed.
+//! Key tokens and value tokens are kept apart (an entry holding a token in
+//! both is in both), so a focus word's key and value postings can be counted
+//! separately. Tokens that no significant focus word can be a prefix of
+//! ([`could_match_focus_word`]) are not indexed.
 //!
-//! Invariant: for every indexed entry, exactly the postings derived from its
-//! current key and value are present, and no token maps to an empty set.
+//! Two layers per side:
+//! * the *base*, built in bulk from a whole store: the distinct tokens sorted
+//!   and concatenated, and one array of postings grouped by token (a CSR
+//!   layout: no allocation per token or posting, prefix ranges found by
+//!   binary search, a prefix's posting count by subtracting two offsets);
+//! * the *delta*, an ordered map of the postings of the entries written since
+//!   the build, maintained one entry at a time.
+//!
+//! A write never edits the base: it marks the entry's id *stale* (the base
+//! postings of a stale id are skipped) and indexes the entry's new text in
+//! the delta. Once the delta and the stale ids outweigh half the base,
+//! [`TokenIndex::wants_rebuild`] says so and the owner rebuilds in bulk.
+//!
+//! Invariants (`base_ids` = the id bound of the bulk build):
+//! * the base postings of `id` are live iff `id < base_ids` and `id` is not
+//!   stale; they are exactly the postings of the entry it held at the build;
+//! * the delta holds exactly the postings of the entries whose id is stale or
+//!   `>= base_ids`, derived from their current key and value, and no token
+//!   maps to an empty set;
+//! * so every live entry's postings are found in exactly one layer.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
-use std::ops::Bound;
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::ops::{Bound, Range};
 
 use crate::entry::Entry;
-use crate::text::{could_match_focus_word, lower, word_tokens};
+use crate::text::{FOCUS_MIN_WORD_BYTES, could_match_focus_word, lower, word_tokens};
 
 /// Posting sets larger than this switch from a vector to a hash set, so that
 /// removing one posting of a very common token stays O(1).
 const SMALL_POSTINGS: usize = 32;
+
+/// The delta and the stale ids may grow to this many entries, or to half the
+/// base, whichever is larger, before a rebuild is wanted.
+const MIN_CHURN_BEFORE_REBUILD: usize = 4096;
+
+/// Stores at least this large are tokenised on two threads.
+const PARALLEL_BUILD_MIN: usize = 16_384;
 
 /// A hasher for `u32` ids: one multiplication (ids are not attacker-chosen,
 /// and iteration order never reaches the output).
@@ -157,36 +182,331 @@ fn for_each_indexable_token(text: &str, mut visit: impl FnMut(&str)) {
     }
 }
 
-/// FxHash-style hasher for the bulk build's token map (8 bytes per step;
-/// tokens are not attacker-chosen and the map's order never reaches the
-/// output).
-#[derive(Default, Clone, Copy)]
-struct TokenHasher(u64);
-
-impl Hasher for TokenHasher {
-    fn finish(&self) -> u64 {
-        mix(self.0)
+/// Calls `visit` with every word token of `lower(text)`, in order, repeats
+/// included: the same tokens as [`word_tokens`] of [`lower`], without
+/// lowering the whole text first when it is ASCII. Lowering ASCII maps
+/// `[A-Z]` to `[a-z]` and nothing else, so the tokens of the lowered text are
+/// the runs of `[A-Za-z0-9]` of the original, lowered; `scratch` holds a
+/// lowered token while `visit` sees it.
+fn for_each_token(text: &str, scratch: &mut String, mut visit: impl FnMut(&str)) {
+    if !text.is_ascii() {
+        let lowered = lower(text);
+        word_tokens(&lowered).for_each(visit);
+        return;
     }
-
-    fn write(&mut self, bytes: &[u8]) {
-        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if !bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+            continue;
         }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(SEED);
+        let start = at;
+        let mut upper = false;
+        while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
+            upper |= bytes[at].is_ascii_uppercase();
+            at += 1;
+        }
+        let token = &text[start..at];
+        if upper {
+            scratch.clear();
+            scratch.push_str(token);
+            scratch.make_ascii_lowercase();
+            visit(scratch);
+        } else {
+            visit(token);
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// The base: a bulk-built, immutable CSR of sorted tokens and their postings
+// ---------------------------------------------------------------------------
+
+/// Sorted distinct tokens and their postings.
+#[derive(Debug, Clone, Default)]
+struct Frozen {
+    /// The tokens, sorted, concatenated.
+    text: String,
+    /// Token `i` is `text[token_starts[i]..token_starts[i + 1]]`.
+    token_starts: Vec<u32>,
+    /// The postings of token `i` are `postings[posting_starts[i]..posting_starts[i + 1]]`,
+    /// ascending ids.
+    posting_starts: Vec<u32>,
+    postings: Vec<u32>,
+}
+
+/// The first index in `lo..hi` for which `is_before` is false (`is_before`
+/// must be true on a prefix of the range and false on the rest).
+fn partition_point(mut lo: usize, mut hi: usize, is_before: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if is_before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+impl Frozen {
+    fn token_count(&self) -> usize {
+        self.token_starts.len().saturating_sub(1)
+    }
+
+    fn token(&self, i: usize) -> &str {
+        &self.text[self.token_starts[i] as usize..self.token_starts[i + 1] as usize]
+    }
+
+    /// The tokens starting with `prefix`: in sorted order they form one run,
+    /// from the first token not below `prefix`.
+    fn prefix_range(&self, prefix: &str) -> Range<usize> {
+        let count = self.token_count();
+        let lo = partition_point(0, count, |i| self.token(i) < prefix);
+        let hi = partition_point(lo, count, |i| self.token(i).starts_with(prefix));
+        lo..hi
+    }
+
+    /// The postings of a range of tokens, token by token.
+    fn postings(&self, tokens: Range<usize>) -> &[u32] {
+        if tokens.is_empty() {
+            return &[];
+        }
+        &self.postings
+            [self.posting_starts[tokens.start] as usize..self.posting_starts[tokens.end] as usize]
+    }
+
+    fn token_postings(&self, token: usize) -> &[u32] {
+        self.postings(token..token + 1)
+    }
+}
+
+/// The distinct tokens met while scanning, numbered in order of first
+/// appearance, in an open-addressing table over one text arena (no
+/// allocation per token).
+#[derive(Default)]
+struct Dictionary {
+    text: String,
+    /// Token `n` is `text[starts[n]..starts[n + 1]]`; starts with `0`.
+    starts: Vec<u32>,
+    /// Whether token `n` is indexed at all ([`could_match_focus_word`]).
+    indexable: Vec<bool>,
+    /// Token numbers by hash; `EMPTY_SLOT` marks a free slot. The length is a
+    /// power of two, kept at least twice the number of tokens.
+    table: Vec<u32>,
+}
+
+const EMPTY_SLOT: u32 = u32::MAX;
+
+fn hash_token(token: &str) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(token.as_bytes())
+}
+
+impl Dictionary {
+    fn with_capacity(tokens: usize) -> Dictionary {
+        let mut starts = Vec::with_capacity(tokens + 1);
+        starts.push(0);
+        Dictionary {
+            text: String::with_capacity(tokens * 8),
+            starts,
+            indexable: Vec::with_capacity(tokens),
+            table: vec![EMPTY_SLOT; (tokens * 2).next_power_of_two().max(64)],
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.indexable.len()
+    }
+
+    fn token(&self, n: u32) -> &str {
+        &self.text[self.starts[n as usize] as usize..self.starts[n as usize + 1] as usize]
+    }
+
+    /// The number of `token`, added if new.
+    fn intern(&mut self, token: &str) -> u32 {
+        let mask = self.table.len() - 1;
+        let mut slot = hash_token(token) as usize & mask;
+        loop {
+            match self.table[slot] {
+                EMPTY_SLOT => break,
+                n if self.token(n) == token => return n,
+                _ => slot = (slot + 1) & mask,
+            }
+        }
+        let n = self.len() as u32;
+        self.text.push_str(token);
+        self.starts.push(self.text.len() as u32);
+        self.indexable.push(could_match_focus_word(token));
+        self.table[slot] = n;
+        if self.len() * 2 > self.table.len() {
+            self.grow();
+        }
+        n
+    }
+
+    fn grow(&mut self) {
+        let mut table = vec![EMPTY_SLOT; self.table.len() * 2];
+        let mask = table.len() - 1;
+        for n in 0..self.len() as u32 {
+            let mut slot = hash_token(self.token(n)) as usize & mask;
+            while table[slot] != EMPTY_SLOT {
+                slot = (slot + 1) & mask;
+            }
+            table[slot] = n;
+        }
+        self.table = table;
+    }
+}
+
+/// The postings of one side found in a run of entries, in id order, as
+/// parallel arrays of token numbers (of `dictionary`) and ids.
+struct Scan {
+    dictionary: Dictionary,
+    tokens: Vec<u32>,
+    ids: Vec<u32>,
+}
+
+impl Scan {
+    fn new(expected_postings: usize) -> Scan {
+        Scan {
+            dictionary: Dictionary::with_capacity(1024),
+            tokens: Vec::with_capacity(expected_postings),
+            ids: Vec::with_capacity(expected_postings),
+        }
+    }
+
+    /// Records the indexable tokens of `text` for `id`, each once.
+    fn add(&mut self, id: u32, text: &str, scratch: &mut String, seen: &mut Vec<u32>) {
+        // `seen` holds the tokens recorded for this id so far: entries have
+        // few distinct tokens, so a short list beats a set.
+        seen.clear();
+        for_each_token(text, scratch, |token| {
+            if token.len() < FOCUS_MIN_WORD_BYTES {
+                return; // no focus word is shorter
+            }
+            let n = self.dictionary.intern(token);
+            if self.dictionary.indexable[n as usize] && !seen.contains(&n) {
+                seen.push(n);
+                self.tokens.push(n);
+                self.ids.push(id);
+            }
+        });
+    }
+}
+
+/// Scans one side of `entries` (in id order) on up to two threads.
+fn scan(entries: &[(u32, &Entry)], side: Side) -> Vec<Scan> {
+    fn text_of(entry: &Entry, side: Side) -> &str {
+        match side {
+            Side::Key => &entry.key,
+            Side::Value => &entry.value,
+        }
+    }
+    let run = |part: &[(u32, &Entry)]| {
+        let bytes: usize = part.iter().map(|(_, e)| text_of(e, side).len()).sum();
+        let mut scan = Scan::new(bytes / 8);
+        let (mut scratch, mut seen) = (String::new(), Vec::new());
+        for &(id, entry) in part {
+            scan.add(id, text_of(entry, side), &mut scratch, &mut seen);
+        }
+        scan
+    };
+    if entries.len() < PARALLEL_BUILD_MIN {
+        return vec![run(entries)];
+    }
+    let (first, second) = entries.split_at(entries.len() / 2);
+    std::thread::scope(|scope| {
+        let later = scope.spawn(|| run(second));
+        let earlier = run(first);
+        vec![earlier, later.join().expect("tokenising thread")]
+    })
+}
+
+/// Merges scans of consecutive id runs (in id order) into the sorted base.
+fn freeze(mut scans: Vec<Scan>) -> Frozen {
+    if scans.is_empty() {
+        return Frozen::default();
+    }
+    let mut dictionary = std::mem::take(&mut scans[0].dictionary);
+    // Token numbers of the later scans, renumbered into `dictionary`.
+    let renumbered: Vec<Vec<u32>> = scans[1..]
+        .iter()
+        .map(|scan| {
+            (0..scan.dictionary.len() as u32)
+                .map(|n| dictionary.intern(scan.dictionary.token(n)))
+                .collect()
+        })
+        .collect();
+    let global = |scan: usize, n: u32| -> u32 {
+        if scan == 0 {
+            n
+        } else {
+            renumbered[scan - 1][n as usize]
+        }
+    };
+    let mut counts = vec![0u32; dictionary.len()];
+    for (s, scan) in scans.iter().enumerate() {
+        for &n in &scan.tokens {
+            counts[global(s, n) as usize] += 1;
+        }
+    }
+    let mut order: Vec<u32> = (0..dictionary.len() as u32)
+        .filter(|&n| counts[n as usize] > 0)
+        .collect();
+    order.sort_unstable_by(|&a, &b| dictionary.token(a).cmp(dictionary.token(b)));
+
+    let mut frozen = Frozen {
+        text: String::with_capacity(order.iter().map(|&n| dictionary.token(n).len()).sum()),
+        token_starts: Vec::with_capacity(order.len() + 1),
+        posting_starts: Vec::with_capacity(order.len() + 1),
+        postings: Vec::new(),
+    };
+    // `cursor[n]`: where the next posting of token `n` goes.
+    let mut cursor = vec![0u32; dictionary.len()];
+    frozen.token_starts.push(0);
+    frozen.posting_starts.push(0);
+    let mut total = 0u32;
+    for &n in &order {
+        frozen.text.push_str(dictionary.token(n));
+        frozen.token_starts.push(frozen.text.len() as u32);
+        cursor[n as usize] = total;
+        total += counts[n as usize];
+        frozen.posting_starts.push(total);
+    }
+    // Scatter: scans are in id order and each in id order, so every token's
+    // postings come out ascending.
+    frozen.postings = vec![0; total as usize];
+    for (s, scan) in scans.iter().enumerate() {
+        for (&n, &id) in scan.tokens.iter().zip(&scan.ids) {
+            let at = &mut cursor[global(s, n) as usize];
+            frozen.postings[*at as usize] = id;
+            *at += 1;
+        }
+    }
+    frozen
+}
+
+// ---------------------------------------------------------------------------
+// The index: base + stale ids + delta
+// ---------------------------------------------------------------------------
 
 type TokenMap = BTreeMap<Box<str>, Postings>;
 
 #[derive(Debug, Clone, Default)]
 pub struct TokenIndex {
-    key_tokens: TokenMap,
-    value_tokens: TokenMap,
+    key_base: Frozen,
+    value_base: Frozen,
+    /// One more than the largest id the base was built over.
+    base_ids: u32,
+    /// One bit per id below `base_ids`: set when the id's base postings are
+    /// dead (the entry was rewritten or removed since the build).
+    stale: Vec<u64>,
+    stale_count: usize,
+    key_delta: TokenMap,
+    value_delta: TokenMap,
+    /// Entries whose postings are in the delta.
+    delta_entries: usize,
 }
 
 /// The tokens of `map` starting with `prefix`, with their postings.
@@ -206,47 +526,56 @@ fn add(map: &mut TokenMap, token: &str, id: u32) {
 }
 
 impl TokenIndex {
-    /// Builds the index over `(id, entry)` pairs in one pass.
+    /// Builds the index over `(id, entry)` pairs, ids ascending, in bulk.
     pub fn build<'a>(entries: impl Iterator<Item = (u32, &'a Entry)>) -> TokenIndex {
-        // Hashing while collecting, then one sort, is much faster than
-        // inserting every posting into an ordered map.
-        type BuildMap = HashMap<Box<str>, Postings, BuildHasherDefault<TokenHasher>>;
-        let mut key_tokens = BuildMap::default();
-        let mut value_tokens = BuildMap::default();
-        for (id, entry) in entries {
-            for (text, map) in [
-                (&*entry.key, &mut key_tokens),
-                (&*entry.value, &mut value_tokens),
-            ] {
-                for_each_indexable_token(text, |token| match map.get_mut(token) {
-                    Some(postings) => postings.insert(id),
-                    None => {
-                        map.insert(token.into(), Postings::One(id));
-                    }
-                });
-            }
-        }
-        let sorted = |map: BuildMap| {
-            let mut tokens: Vec<(Box<str>, Postings)> = map.into_iter().collect();
-            tokens.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            tokens.into_iter().collect()
-        };
+        let entries: Vec<(u32, &Entry)> = entries.collect();
+        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "ids ascending");
+        let base_ids = entries.last().map_or(0, |&(id, _)| id + 1);
+        let key_base = freeze(scan(&entries, Side::Key));
+        let value_base = freeze(scan(&entries, Side::Value));
         TokenIndex {
-            key_tokens: sorted(key_tokens),
-            value_tokens: sorted(value_tokens),
+            key_base,
+            value_base,
+            base_ids,
+            stale: vec![0; (base_ids as usize).div_ceil(64)],
+            ..TokenIndex::default()
         }
     }
 
+    fn is_stale(&self, id: u32) -> bool {
+        self.stale[id as usize / 64] & (1 << (id % 64)) != 0
+    }
+
+    /// Whether the base holds the live postings of `id`.
+    fn in_base(&self, id: u32) -> bool {
+        id < self.base_ids && !self.is_stale(id)
+    }
+
+    fn mark_stale(&mut self, id: u32) {
+        if id < self.base_ids && !self.is_stale(id) {
+            self.stale[id as usize / 64] |= 1 << (id % 64);
+            self.stale_count += 1;
+        }
+    }
+
+    /// Indexes `entry` under `id`, which holds no indexed entry (a new id, or
+    /// one whose previous entry was [`TokenIndex::remove`]d).
     pub fn insert(&mut self, id: u32, entry: &Entry) {
-        for_each_indexable_token(&entry.key, |token| add(&mut self.key_tokens, token, id));
-        for_each_indexable_token(&entry.value, |token| add(&mut self.value_tokens, token, id));
+        self.mark_stale(id);
+        for_each_indexable_token(&entry.key, |token| add(&mut self.key_delta, token, id));
+        for_each_indexable_token(&entry.value, |token| add(&mut self.value_delta, token, id));
+        self.delta_entries += 1;
     }
 
     /// Removes the postings of `entry` (as it was indexed under `id`).
     pub fn remove(&mut self, id: u32, entry: &Entry) {
+        if self.in_base(id) {
+            self.mark_stale(id);
+            return;
+        }
         for (text, map) in [
-            (&*entry.key, &mut self.key_tokens),
-            (&*entry.value, &mut self.value_tokens),
+            (&*entry.key, &mut self.key_delta),
+            (&*entry.value, &mut self.value_delta),
         ] {
             for_each_indexable_token(text, |token| {
                 if let Some(postings) = map.get_mut(token)
@@ -256,12 +585,27 @@ impl TokenIndex {
                 }
             });
         }
+        self.delta_entries -= 1;
     }
 
-    fn map(&self, side: Side) -> &TokenMap {
+    /// Whether so much was written since the bulk build that rebuilding
+    /// would pay off (the owner decides when).
+    pub fn wants_rebuild(&self) -> bool {
+        self.stale_count + self.delta_entries
+            > MIN_CHURN_BEFORE_REBUILD.max(self.base_ids as usize / 2)
+    }
+
+    fn base(&self, side: Side) -> &Frozen {
         match side {
-            Side::Key => &self.key_tokens,
-            Side::Value => &self.value_tokens,
+            Side::Key => &self.key_base,
+            Side::Value => &self.value_base,
+        }
+    }
+
+    fn delta(&self, side: Side) -> &TokenMap {
+        match side {
+            Side::Key => &self.key_delta,
+            Side::Value => &self.value_delta,
         }
     }
 
@@ -270,21 +614,43 @@ impl TokenIndex {
     /// matching token and side).
     pub fn for_each_with_prefix(&self, prefix: &str, mut visit: impl FnMut(u32, Side)) {
         for side in [Side::Key, Side::Value] {
-            for postings in with_prefix(self.map(side), prefix) {
+            let base = self.base(side);
+            let postings = base.postings(base.prefix_range(prefix));
+            if self.stale_count == 0 {
+                for &id in postings {
+                    visit(id, side);
+                }
+            } else {
+                for &id in postings.iter().filter(|&&id| !self.is_stale(id)) {
+                    visit(id, side);
+                }
+            }
+            for postings in with_prefix(self.delta(side), prefix) {
                 postings.for_each(|id| visit(id, side));
             }
         }
     }
 
-    /// How many postings the tokens starting with `prefix` have on `side`
-    /// (an upper bound of the number of entries they name).
+    /// How many postings the tokens starting with `prefix` have on `side`:
+    /// an upper bound of the number of entries they name (dead base postings
+    /// are counted too), in O(log tokens) for the base.
     pub fn count_with_prefix(&self, prefix: &str, side: Side) -> usize {
-        with_prefix(self.map(side), prefix).map(Postings::len).sum()
+        let base = self.base(side);
+        base.postings(base.prefix_range(prefix)).len()
+            + with_prefix(self.delta(side), prefix)
+                .map(Postings::len)
+                .sum::<usize>()
     }
 
     /// Whether entry `id` has, on `side`, a token starting with `prefix`.
     pub fn has_prefix(&self, prefix: &str, side: Side, id: u32) -> bool {
-        with_prefix(self.map(side), prefix).any(|postings| postings.contains(id))
+        if self.in_base(id) {
+            let base = self.base(side);
+            base.prefix_range(prefix)
+                .any(|token| base.token_postings(token).binary_search(&id).is_ok())
+        } else {
+            with_prefix(self.delta(side), prefix).any(|postings| postings.contains(id))
+        }
     }
 
     #[cfg(test)]
@@ -297,9 +663,18 @@ impl TokenIndex {
         n
     }
 
+    /// Distinct tokens with live postings, both sides.
     #[cfg(test)]
     fn token_count(&self) -> usize {
-        self.key_tokens.len() + self.value_tokens.len()
+        let live_base = |base: &Frozen| {
+            (0..base.token_count())
+                .filter(|&t| base.token_postings(t).iter().any(|&id| !self.is_stale(id)))
+                .count()
+        };
+        live_base(&self.key_base)
+            + live_base(&self.value_base)
+            + self.key_delta.len()
+            + self.value_delta.len()
     }
 }
 
@@ -385,6 +760,143 @@ mod tests {
         }
         for prefix in ["api", "api1", "key", "key3", "val", "value", "zzz"] {
             assert_eq!(hits(&bulk, prefix), hits(&incremental, prefix), "{prefix}");
+        }
+    }
+    /// The tokens of `text` an index must hold, straight from the §5.5/§5.6
+    /// definitions (lower, then word tokens, then the focus-word filter).
+    fn model_tokens(text: &str) -> Vec<String> {
+        let lowered = lower(text);
+        let mut tokens: Vec<String> = word_tokens(&lowered)
+            .filter(|t| could_match_focus_word(t))
+            .map(str::to_owned)
+            .collect();
+        tokens.sort();
+        tokens.dedup();
+        tokens
+    }
+
+    #[test]
+    fn ascii_fast_tokeniser_equals_lower_then_split() {
+        let mut scratch = String::new();
+        for text in [
+            "",
+            "Hello World",
+            "MiXeD_case-42 tokens,ABC;def",
+            "ÉCOLE école İstanbul ΣΟΦΙΑ KELVIN\u{212A} done",
+            "trailing123",
+            "  many   spaces  ",
+            "UPPER",
+        ] {
+            let mut got = Vec::new();
+            for_each_token(text, &mut scratch, |t| got.push(t.to_string()));
+            let lowered = lower(text);
+            let want: Vec<String> = word_tokens(&lowered).map(str::to_owned).collect();
+            assert_eq!(got, want, "{text:?}");
+        }
+    }
+
+    /// Bulk base + writes (stale ids, delta, id reuse) answer every prefix
+    /// query exactly like the definition, on random stores and edits, with
+    /// the two-thread build too.
+    #[test]
+    fn base_and_delta_agree_with_the_definition_under_random_edits() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let words = [
+            "alpha",
+            "Alpine",
+            "ALPS",
+            "beta",
+            "bet",
+            "the",
+            "then",
+            "thermal",
+            "gamma",
+            "Über",
+            "ÜBERALL",
+            "straße",
+            "x1",
+            "x12",
+            "x123",
+            "ΣΟΦΙΑ",
+            "svc42",
+            "svc4",
+        ];
+        let text = |next: &mut dyn FnMut(u64) -> u64| {
+            let mut out = String::new();
+            for _ in 0..next(6) {
+                out.push_str(words[next(words.len() as u64) as usize]);
+                out.push([' ', '-', ':', '.'][next(4) as usize]);
+            }
+            out
+        };
+        for round in 0..40 {
+            let size = [5, 50, PARALLEL_BUILD_MIN + 100][round % 3];
+            // id -> entry (None: a free id).
+            let mut live: Vec<Option<Entry>> = (0..size)
+                .map(|_| (next(5) != 0).then(|| entry(&text(&mut next), &text(&mut next))))
+                .collect();
+            let mut index = TokenIndex::build(
+                live.iter()
+                    .enumerate()
+                    .filter_map(|(id, e)| e.as_ref().map(|e| (id as u32, e))),
+            );
+            let edits = if size > 1000 { 300 } else { 3 * size };
+            for _ in 0..edits {
+                let id = next(size as u64 + 3) as u32;
+                if id as usize >= live.len() {
+                    live.resize(id as usize + 1, None);
+                }
+                if let Some(old) = live[id as usize].take() {
+                    index.remove(id, &old);
+                }
+                if next(3) != 0 {
+                    let new = entry(&text(&mut next), &text(&mut next));
+                    index.insert(id, &new);
+                    live[id as usize] = Some(new);
+                }
+            }
+            for prefix in [
+                "alp", "alpine", "bet", "the", "ther", "übe", "stra", "x12", "svc4", "zzz", "σοφ",
+            ] {
+                for side in [Side::Key, Side::Value] {
+                    let mut want: Vec<u32> = live
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(id, e)| e.as_ref().map(|e| (id as u32, e)))
+                        .filter(|(_, e)| {
+                            let text = if side == Side::Key { &e.key } else { &e.value };
+                            model_tokens(text).iter().any(|t| t.starts_with(prefix))
+                        })
+                        .map(|(id, _)| id)
+                        .collect();
+                    want.sort_unstable();
+                    let mut got = Vec::new();
+                    index.for_each_with_prefix(prefix, |id, s| {
+                        if s == side {
+                            got.push(id);
+                        }
+                    });
+                    got.sort_unstable();
+                    got.dedup();
+                    assert_eq!(got, want, "round {round} {prefix:?} {side:?}");
+                    assert!(index.count_with_prefix(prefix, side) >= want.len());
+                    for id in 0..live.len() as u32 {
+                        if live[id as usize].is_some() {
+                            assert_eq!(
+                                index.has_prefix(prefix, side, id),
+                                want.binary_search(&id).is_ok(),
+                                "round {round} {prefix:?} {side:?} {id}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 }
