@@ -214,11 +214,19 @@ def main() -> None:
                 ("open + first render", "render", agent, focus),
             ]
             for label, mode, path, argument in cases:
+                # A copy per interpreter: a build must not find the sidecar
+                # another build created (or anything else it left behind).
+                copies = {}
+                for n, python in enumerate(pythons):
+                    copy = path.parent / f"{n}" / path.name
+                    copy.parent.mkdir()
+                    shutil.copyfile(path, copy)
+                    copies[python] = copy
                 results: dict[str, list[dict[str, float]]] = {p: [] for p in pythons}
                 for _ in range(args.rounds):
                     for python in pythons:
                         results[python].append(
-                            run_child(python, CHILD, mode, str(path), argument)
+                            run_child(python, CHILD, mode, str(copies[python]), argument)
                         )
                 for python in pythons:
                     got = results[python]

@@ -31,6 +31,7 @@
 //!   maps to an empty set;
 //! * so every live entry's postings are found in exactly one layer.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::ops::{Bound, Range};
@@ -183,18 +184,21 @@ fn for_each_indexable_token(text: &str, mut visit: impl FnMut(&str)) {
 }
 
 /// Calls `visit` with every word token of `lower(text)`, in order, repeats
-/// included: the same tokens as [`word_tokens`] of [`lower`], without
-/// lowering the whole text first when it is ASCII. Lowering ASCII maps
-/// `[A-Z]` to `[a-z]` and nothing else, so the tokens of the lowered text are
-/// the runs of `[A-Za-z0-9]` of the original, lowered; `scratch` holds a
-/// lowered token while `visit` sees it.
-fn for_each_token(text: &str, scratch: &mut String, mut visit: impl FnMut(&str)) {
-    if !text.is_ascii() {
-        let lowered = lower(text);
-        word_tokens(&lowered).for_each(visit);
-        return;
-    }
-    let bytes = text.as_bytes();
+/// included, as bytes: the same tokens as [`word_tokens`] of [`lower`],
+/// without lowering an ASCII text first. Lowering ASCII maps `[A-Z]` to
+/// `[a-z]` and nothing else, so the tokens of a lowered ASCII text are the
+/// runs of `[A-Za-z0-9]` of the original, lowered; text that is not ASCII is
+/// lowered first (lowering it can make ASCII letters, `K` (Kelvin) → `k`).
+/// A run of `[A-Za-z0-9]` is lowered by setting bit 5 of every byte (digits
+/// and lower-case letters have it already); `scratch` holds the lowered
+/// token while `visit` sees it.
+fn for_each_token(text: &str, scratch: &mut Vec<u8>, mut visit: impl FnMut(&[u8])) {
+    let lowered = if text.is_ascii() {
+        Cow::Borrowed(text)
+    } else {
+        lower(text)
+    };
+    let bytes = lowered.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
         if !bytes[at].is_ascii_alphanumeric() {
@@ -202,20 +206,12 @@ fn for_each_token(text: &str, scratch: &mut String, mut visit: impl FnMut(&str))
             continue;
         }
         let start = at;
-        let mut upper = false;
         while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
-            upper |= bytes[at].is_ascii_uppercase();
             at += 1;
         }
-        let token = &text[start..at];
-        if upper {
-            scratch.clear();
-            scratch.push_str(token);
-            scratch.make_ascii_lowercase();
-            visit(scratch);
-        } else {
-            visit(token);
-        }
+        scratch.clear();
+        scratch.extend(bytes[start..at].iter().map(|&b| b | 0x20));
+        visit(scratch);
     }
 }
 
@@ -283,24 +279,24 @@ impl Frozen {
 }
 
 /// The distinct tokens met while scanning, numbered in order of first
-/// appearance, in an open-addressing table over one text arena (no
-/// allocation per token).
+/// appearance, in an open-addressing table over one byte arena (no
+/// allocation per token). Tokens are lowered ASCII.
 #[derive(Default)]
 struct Dictionary {
-    text: String,
+    text: Vec<u8>,
     /// Token `n` is `text[starts[n]..starts[n + 1]]`; starts with `0`.
     starts: Vec<u32>,
     /// Whether token `n` is indexed at all ([`could_match_focus_word`]).
     indexable: Vec<bool>,
-    /// Token numbers by hash; `EMPTY_SLOT` marks a free slot. The length is a
-    /// power of two, kept at least twice the number of tokens.
-    table: Vec<u32>,
+    /// `(hash, token number)` by hash; `EMPTY_SLOT` numbers mark free slots.
+    /// The length is a power of two, kept at least twice the token count.
+    table: Vec<(u32, u32)>,
 }
 
 const EMPTY_SLOT: u32 = u32::MAX;
 
-fn hash_token(token: &str) -> u64 {
-    rustc_hash::FxBuildHasher.hash_one(token.as_bytes())
+fn hash_token(token: &[u8]) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(token)
 }
 
 impl Dictionary {
@@ -308,10 +304,10 @@ impl Dictionary {
         let mut starts = Vec::with_capacity(tokens + 1);
         starts.push(0);
         Dictionary {
-            text: String::with_capacity(tokens * 8),
+            text: Vec::with_capacity(tokens * 8),
             starts,
             indexable: Vec::with_capacity(tokens),
-            table: vec![EMPTY_SLOT; (tokens * 2).next_power_of_two().max(64)],
+            table: vec![(0, EMPTY_SLOT); (tokens * 2).next_power_of_two().max(64)],
         }
     }
 
@@ -319,26 +315,29 @@ impl Dictionary {
         self.indexable.len()
     }
 
-    fn token(&self, n: u32) -> &str {
+    fn token(&self, n: u32) -> &[u8] {
         &self.text[self.starts[n as usize] as usize..self.starts[n as usize + 1] as usize]
     }
 
     /// The number of `token`, added if new.
-    fn intern(&mut self, token: &str) -> u32 {
+    fn intern(&mut self, token: &[u8]) -> u32 {
+        let hash = hash_token(token);
+        let tag = (hash >> 32) as u32;
         let mask = self.table.len() - 1;
-        let mut slot = hash_token(token) as usize & mask;
+        let mut slot = hash as usize & mask;
         loop {
             match self.table[slot] {
-                EMPTY_SLOT => break,
-                n if self.token(n) == token => return n,
+                (_, EMPTY_SLOT) => break,
+                (seen, n) if seen == tag && self.token(n) == token => return n,
                 _ => slot = (slot + 1) & mask,
             }
         }
         let n = self.len() as u32;
-        self.text.push_str(token);
+        self.text.extend_from_slice(token);
         self.starts.push(self.text.len() as u32);
-        self.indexable.push(could_match_focus_word(token));
-        self.table[slot] = n;
+        self.indexable
+            .push(std::str::from_utf8(token).is_ok_and(could_match_focus_word));
+        self.table[slot] = (tag, n);
         if self.len() * 2 > self.table.len() {
             self.grow();
         }
@@ -346,14 +345,15 @@ impl Dictionary {
     }
 
     fn grow(&mut self) {
-        let mut table = vec![EMPTY_SLOT; self.table.len() * 2];
+        let mut table = vec![(0, EMPTY_SLOT); self.table.len() * 2];
         let mask = table.len() - 1;
         for n in 0..self.len() as u32 {
-            let mut slot = hash_token(self.token(n)) as usize & mask;
-            while table[slot] != EMPTY_SLOT {
+            let hash = hash_token(self.token(n));
+            let mut slot = hash as usize & mask;
+            while table[slot].1 != EMPTY_SLOT {
                 slot = (slot + 1) & mask;
             }
-            table[slot] = n;
+            table[slot] = ((hash >> 32) as u32, n);
         }
         self.table = table;
     }
@@ -363,6 +363,8 @@ impl Dictionary {
 /// parallel arrays of token numbers (of `dictionary`) and ids.
 struct Scan {
     dictionary: Dictionary,
+    /// `last[n]`: one more than the last id given a posting of token `n`.
+    last: Vec<u32>,
     tokens: Vec<u32>,
     ids: Vec<u32>,
 }
@@ -371,24 +373,26 @@ impl Scan {
     fn new(expected_postings: usize) -> Scan {
         Scan {
             dictionary: Dictionary::with_capacity(1024),
+            last: Vec::new(),
             tokens: Vec::with_capacity(expected_postings),
             ids: Vec::with_capacity(expected_postings),
         }
     }
 
-    /// Records the indexable tokens of `text` for `id`, each once.
-    fn add(&mut self, id: u32, text: &str, scratch: &mut String, seen: &mut Vec<u32>) {
-        // `seen` holds the tokens recorded for this id so far: entries have
-        // few distinct tokens, so a short list beats a set.
-        seen.clear();
+    /// Records the indexable tokens of `text` for `id` (ids ascending across
+    /// calls), each once.
+    fn add(&mut self, id: u32, text: &str, scratch: &mut Vec<u8>) {
         for_each_token(text, scratch, |token| {
             if token.len() < FOCUS_MIN_WORD_BYTES {
                 return; // no focus word is shorter
             }
-            let n = self.dictionary.intern(token);
-            if self.dictionary.indexable[n as usize] && !seen.contains(&n) {
-                seen.push(n);
-                self.tokens.push(n);
+            let n = self.dictionary.intern(token) as usize;
+            if n == self.last.len() {
+                self.last.push(0);
+            }
+            if self.dictionary.indexable[n] && self.last[n] != id + 1 {
+                self.last[n] = id + 1;
+                self.tokens.push(n as u32);
                 self.ids.push(id);
             }
         });
@@ -406,9 +410,9 @@ fn scan(entries: &[(u32, &Entry)], side: Side) -> Vec<Scan> {
     let run = |part: &[(u32, &Entry)]| {
         let bytes: usize = part.iter().map(|(_, e)| text_of(e, side).len()).sum();
         let mut scan = Scan::new(bytes / 8);
-        let (mut scratch, mut seen) = (String::new(), Vec::new());
+        let mut scratch = Vec::new();
         for &(id, entry) in part {
-            scan.add(id, text_of(entry, side), &mut scratch, &mut seen);
+            scan.add(id, text_of(entry, side), &mut scratch);
         }
         scan
     };
@@ -457,23 +461,25 @@ fn freeze(mut scans: Vec<Scan>) -> Frozen {
     order.sort_unstable_by(|&a, &b| dictionary.token(a).cmp(dictionary.token(b)));
 
     let mut frozen = Frozen {
-        text: String::with_capacity(order.iter().map(|&n| dictionary.token(n).len()).sum()),
+        text: String::new(),
         token_starts: Vec::with_capacity(order.len() + 1),
         posting_starts: Vec::with_capacity(order.len() + 1),
         postings: Vec::new(),
     };
     // `cursor[n]`: where the next posting of token `n` goes.
     let mut cursor = vec![0u32; dictionary.len()];
+    let mut text = Vec::with_capacity(order.iter().map(|&n| dictionary.token(n).len()).sum());
     frozen.token_starts.push(0);
     frozen.posting_starts.push(0);
     let mut total = 0u32;
     for &n in &order {
-        frozen.text.push_str(dictionary.token(n));
-        frozen.token_starts.push(frozen.text.len() as u32);
+        text.extend_from_slice(dictionary.token(n));
+        frozen.token_starts.push(text.len() as u32);
         cursor[n as usize] = total;
         total += counts[n as usize];
         frozen.posting_starts.push(total);
     }
+    frozen.text = String::from_utf8(text).expect("tokens are ASCII");
     // Scatter: scans are in id order and each in id order, so every token's
     // postings come out ascending.
     frozen.postings = vec![0; total as usize];
@@ -777,7 +783,7 @@ mod tests {
 
     #[test]
     fn ascii_fast_tokeniser_equals_lower_then_split() {
-        let mut scratch = String::new();
+        let mut scratch = Vec::new();
         for text in [
             "",
             "Hello World",
@@ -788,7 +794,9 @@ mod tests {
             "UPPER",
         ] {
             let mut got = Vec::new();
-            for_each_token(text, &mut scratch, |t| got.push(t.to_string()));
+            for_each_token(text, &mut scratch, |t| {
+                got.push(String::from_utf8(t.to_vec()).unwrap());
+            });
             let lowered = lower(text);
             let want: Vec<String> = word_tokens(&lowered).map(str::to_owned).collect();
             assert_eq!(got, want, "{text:?}");
