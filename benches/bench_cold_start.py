@@ -134,8 +134,9 @@ def build_workload_store(size: int) -> Path:
     cached = CACHE / f"workload-{size}.redb"
     if not cached.exists():
         sys.path.insert(0, str(HERE))
-        import membolt
         from workload import Workload
+
+        import membolt
 
         CACHE.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(".partial")
@@ -237,13 +238,13 @@ def main() -> None:
                     firsts = sorted(r["first_ms"] for r in got)
                     rows.append(
                         f"| {label} | {size:,} | {python} | {med('first_ms'):.0f} "
-                        f"({firsts[0]:.0f}–{firsts[-1]:.0f}) | {med('first_cpu_ms'):.0f} | "
+                        f"({firsts[0]:.0f}-{firsts[-1]:.0f}) | {med('first_cpu_ms'):.0f} | "
                         f"{med('again_ms'):.3f} | {med('rss_mib') - med('rss_before_mib'):.0f} | "
                         f"{med('rss_settled_mib') - med('rss_before_mib'):.0f} | "
                         f"{med('hwm_mib'):.0f} |"
                     )
         print(
-            "| case | entries | python | first ms p50 (min–max) | first CPU ms | again ms "
+            "| case | entries | python | first ms p50 (min-max) | first CPU ms | again ms "
             "| RSS +MiB after | RSS +MiB settled | peak RSS MiB |"
         )
         print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
@@ -266,7 +267,9 @@ def main() -> None:
                     f"{got['sqlite_save_us']:.0f} / {got['sqlite_save_cpu_us']:.0f} |"
                 )
             print(f"\nsave on {args.tmpfs}, {size:,}-entry store: p50 wall µs / mean CPU µs")
-            print("| python | save new key | overwrite | core _save (no classify) | sqlite WAL FULL |")
+            print(
+                "| python | save new key | overwrite | core _save (no classify) | sqlite WAL FULL |"
+            )
             print("|---|---:|---:|---:|---:|")
             print("\n".join(save_rows))
     print(f"\nload average after: {loadavg()}; {os.cpu_count()} cores")
