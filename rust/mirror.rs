@@ -25,6 +25,9 @@ use crate::entry::Entry;
 use crate::render_index::RenderIndex;
 use crate::search::SearchIndex;
 
+/// Stores at least this large build the graph beside the render index.
+const PARALLEL_BUILD_MIN: usize = 16_384;
+
 /// Orders entries oldest to newest: by `updated_at`, then key
 /// (BEHAVIOUR conventions: the newest is the largest stamp, then larger key).
 pub type Recency = (i64, Arc<str>);
@@ -57,11 +60,14 @@ struct Graph {
 }
 
 impl Graph {
-    /// Builds the graph of `entries`, sorted by key, in bulk.
-    fn build<'a>(entries: impl ExactSizeIterator<Item = &'a Arc<Entry>>) -> Graph {
-        let mut graph = Graph::default();
+    /// Builds the graph of `entries`, sorted by key, in bulk. Entries are
+    /// read in key order, the order they were allocated in; reading them in
+    /// recency order instead missed the cache on nearly every entry.
+    fn build(entries: &[&Arc<Entry>]) -> Graph {
         let mut recency: Vec<Recency> = Vec::with_capacity(entries.len());
         let mut by_type: FxHashMap<Arc<str>, Vec<Recency>> = FxHashMap::default();
+        let mut children: FxHashMap<Arc<str>, Vec<Arc<str>>> = FxHashMap::default();
+        children.reserve(entries.len());
         for entry in entries {
             recency.push(recency_of(entry));
             by_type
@@ -70,26 +76,28 @@ impl Graph {
                 .push(recency_of(entry));
             // Entries arrive sorted by key, so each list grows in order.
             for parent in &entry.references {
-                graph
-                    .children
+                children
                     .entry(parent.clone())
                     .or_default()
                     .push(entry.key.clone());
             }
         }
         recency.sort_unstable();
-        graph.recency = recency.into_iter().collect();
-        for children in graph.children.values_mut() {
-            children.dedup();
+        for list in children.values_mut() {
+            list.dedup();
         }
-        graph.by_type = by_type
-            .into_iter()
-            .map(|(kind, mut stamps)| {
-                stamps.sort_unstable();
-                (kind, stamps.into_iter().collect())
-            })
-            .collect();
-        graph
+        children.shrink_to_fit();
+        Graph {
+            recency: recency.into_iter().collect(),
+            by_type: by_type
+                .into_iter()
+                .map(|(kind, mut stamps)| {
+                    stamps.sort_unstable();
+                    (kind, stamps.into_iter().collect())
+                })
+                .collect(),
+            children,
+        }
     }
 
     fn index(&mut self, entry: &Entry) {
@@ -162,8 +170,10 @@ impl Mirror {
     }
 
     fn graph(&self) -> &Graph {
-        self.graph
-            .get_or_init(|| Graph::build(self.entries.values()))
+        self.graph.get_or_init(|| {
+            let entries: Vec<&Arc<Entry>> = self.entries.values().collect();
+            Graph::build(&entries)
+        })
     }
 
     /// Entries from newest to oldest.
@@ -216,14 +226,24 @@ impl Mirror {
         })
     }
 
-    /// The indexes of the `<memory>` block, built on first use.
+    /// The indexes of the `<memory>` block, built on first use together
+    /// with its fill tree and token index (the first render needs all of
+    /// them), and with the graph, on another thread, if that is not built
+    /// yet (the render index is maintained with its children lists, see the
+    /// module invariants).
     pub fn render_index(&self) -> &RenderIndex {
-        // The render index is maintained with the children lists: build
-        // those first (see the module invariants).
-        self.graph();
         self.render.get_or_init(|| {
             let entries: Vec<&Arc<Entry>> = self.entries.values().collect();
-            RenderIndex::from_entries(&entries)
+            std::thread::scope(|scope| {
+                let graph = (self.graph.get().is_none() && entries.len() >= PARALLEL_BUILD_MIN)
+                    .then(|| scope.spawn(|| Graph::build(&entries)));
+                let render = RenderIndex::for_render(&entries);
+                if let Some(graph) = graph {
+                    let _ = self.graph.set(graph.join().expect("graph thread"));
+                }
+                self.graph();
+                render
+            })
         })
     }
 

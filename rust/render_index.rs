@@ -199,14 +199,25 @@ fn cost_of(entry: &Entry) -> u64 {
 
 impl RenderIndex {
     /// Builds the index over a whole store at once: `entries` sorted by key,
-    /// distinct keys.
-    ///
+    /// distinct keys. The fill tree and the token index are left to be
+    /// built on first use.
+    pub fn from_entries(entries: &[&Arc<Entry>]) -> RenderIndex {
+        RenderIndex::build(entries, false)
+    }
+
+    /// [`RenderIndex::from_entries`] with the fill tree and the token index
+    /// built too, as a render needs them: the token index, the largest
+    /// part, on its own thread meanwhile.
+    pub fn for_render(entries: &[&Arc<Entry>]) -> RenderIndex {
+        RenderIndex::build(entries, true)
+    }
+
     /// Ids follow creation order, but every pass over the entries goes in
     /// key order, the order they were decoded (and so allocated) in: reading
     /// them in id order instead missed the cache on nearly every entry of a
     /// large store. The §5.5 done/resolved tests, the text-heavy part, run on
     /// a second thread for a large store.
-    pub fn from_entries(entries: &[&Arc<Entry>]) -> RenderIndex {
+    fn build(entries: &[&Arc<Entry>], complete: bool) -> RenderIndex {
         let count = entries.len();
         // Ids in creation order keep reference walks (which mostly go back in
         // time) close together in memory. `entries` is in key order, so
@@ -221,7 +232,14 @@ impl RenderIndex {
         for (id, &(_, at)) in by_creation.iter().enumerate() {
             id_of[at as usize] = id as u32;
         }
-        drop(by_creation);
+        let build_tokens = || {
+            TokenIndex::build(
+                by_creation
+                    .iter()
+                    .enumerate()
+                    .map(|(id, &(_, at))| (id as u32, &**entries[at as usize])),
+            )
+        };
         let flags = |part: &[&Arc<Entry>]| -> Vec<(usize, ResumeOrError)> {
             part.iter()
                 .enumerate()
@@ -239,20 +257,37 @@ impl RenderIndex {
             }
             (ids, nodes)
         };
-        let ((ids, nodes), flagged) = if count < PARALLEL_BUILD_MIN {
-            (build_nodes(), flags(entries))
-        } else {
-            std::thread::scope(|scope| {
-                let flagged = scope.spawn(|| flags(entries));
-                let nodes = build_nodes();
-                (nodes, flagged.join().expect("render index thread"))
-            })
-        };
-        let mut index = RenderIndex {
-            ids,
-            nodes,
-            ..RenderIndex::default()
-        };
+        let parallel = count >= PARALLEL_BUILD_MIN;
+        std::thread::scope(|scope| {
+            let tokens = (complete && parallel).then(|| scope.spawn(build_tokens));
+            let flagged = parallel.then(|| scope.spawn(|| flags(entries)));
+            let (ids, nodes) = build_nodes();
+            let flagged = match flagged {
+                Some(thread) => thread.join().expect("render index thread"),
+                None => flags(entries),
+            };
+            let mut index = RenderIndex {
+                ids,
+                nodes,
+                ..RenderIndex::default()
+            };
+            index.list_flagged(entries, flagged);
+            index.link_all(entries, &id_of);
+            if complete {
+                let _ = index.fill();
+                let tokens = match tokens {
+                    Some(thread) => thread.join().expect("token index thread"),
+                    None => build_tokens(),
+                };
+                let _ = index.tokens.set(tokens);
+            }
+            index
+        })
+    }
+
+    /// The resume and error sets of a bulk build, from the flags of
+    /// `entries` (by position).
+    fn list_flagged(&mut self, entries: &[&Arc<Entry>], flagged: Vec<(usize, ResumeOrError)>) {
         let mut resume = Vec::new();
         let mut errors = Vec::new();
         for (at, flag) in flagged {
@@ -264,21 +299,24 @@ impl RenderIndex {
                 ResumeOrError::Error => errors.push((entry.updated_at, entry.key.clone())),
             }
         }
-        index.resume = resume.into_iter().collect();
-        index.errors = errors.into_iter().collect();
+        self.resume = resume.into_iter().collect();
+        self.errors = errors.into_iter().collect();
+    }
+
+    /// Parent links and inversions of a bulk build (`id_of` by position).
+    fn link_all(&mut self, entries: &[&Arc<Entry>], id_of: &[u32]) {
         let mut inverted = Vec::new();
         for (at, &entry) in entries.iter().enumerate() {
             let id = id_of[at];
-            let (parents, count) = index.links_of(entry, entry.created_at);
-            let node = index.nodes[id as usize].as_mut().expect("live id");
+            let (parents, count) = self.links_of(entry, entry.created_at);
+            let node = self.nodes[id as usize].as_mut().expect("live id");
             node.parents = parents;
             node.inverted = count;
             if count > 0 {
                 inverted.push((entry.created_at, id));
             }
         }
-        index.inverted = inverted.into_iter().collect();
-        index
+        self.inverted = inverted.into_iter().collect();
     }
 
     /// Records `entry`, which replaces `previous` (same key) if given.

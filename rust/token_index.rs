@@ -33,7 +33,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::{Bound, Range};
 
 use crate::entry::Entry;
@@ -183,35 +183,35 @@ fn for_each_indexable_token(text: &str, mut visit: impl FnMut(&str)) {
     }
 }
 
-/// Calls `visit` with every word token of `lower(text)`, in order, repeats
-/// included, as bytes: the same tokens as [`word_tokens`] of [`lower`],
-/// without lowering an ASCII text first. Lowering ASCII maps `[A-Z]` to
-/// `[a-z]` and nothing else, so the tokens of a lowered ASCII text are the
-/// runs of `[A-Za-z0-9]` of the original, lowered; text that is not ASCII is
-/// lowered first (lowering it can make ASCII letters, `K` (Kelvin) → `k`).
-/// A run of `[A-Za-z0-9]` is lowered by setting bit 5 of every byte (digits
-/// and lower-case letters have it already); `scratch` holds the lowered
-/// token while `visit` sees it.
-fn for_each_token(text: &str, scratch: &mut Vec<u8>, mut visit: impl FnMut(&[u8])) {
-    let lowered = if text.is_ascii() {
+/// The text whose runs of `[A-Za-z0-9]`, lowered, are the word tokens of
+/// `lower(text)` (the tokens of [`word_tokens`] of [`lower`]), without
+/// lowering an ASCII text: lowering ASCII maps `[A-Z]` to `[a-z]` and
+/// nothing else. Text that is not ASCII is lowered first (lowering it can
+/// make ASCII letters: `K` (Kelvin) → `k`).
+fn token_source(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() {
         Cow::Borrowed(text)
     } else {
         lower(text)
-    };
-    let bytes = lowered.as_bytes();
+    }
+}
+
+/// Calls `visit(start, len)` for every maximal run of `[A-Za-z0-9]` in
+/// `bytes`, in order. Such a run is lowered by setting bit 5 of every byte
+/// (digits and lower-case letters have it already).
+fn for_each_run(bytes: &[u8], mut visit: impl FnMut(usize, usize)) {
     let mut at = 0;
     while at < bytes.len() {
-        if !bytes[at].is_ascii_alphanumeric() {
+        while at < bytes.len() && !TOKEN_BYTE[bytes[at] as usize] {
             at += 1;
-            continue;
         }
         let start = at;
-        while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
+        while at < bytes.len() && TOKEN_BYTE[bytes[at] as usize] {
             at += 1;
         }
-        scratch.clear();
-        scratch.extend(bytes[start..at].iter().map(|&b| b | 0x20));
-        visit(scratch);
+        if at > start {
+            visit(start, at - start);
+        }
     }
 }
 
@@ -278,36 +278,90 @@ impl Frozen {
     }
 }
 
+/// ASCII letters and digits: the bytes of a word token (before lowering).
+static TOKEN_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = (byte as u8).is_ascii_alphanumeric();
+        byte += 1;
+    }
+    table
+};
+
+/// Setting bit 5 of every byte lowers a run of `[A-Za-z0-9]`.
+const LOWER_BITS: u64 = 0x2020_2020_2020_2020;
+
+/// The first `min(len, 8)` bytes of `bytes[start..]`, a run of
+/// `[A-Za-z0-9]` of `len` bytes, lowered, little-endian, zero-padded.
+fn lowered_word(bytes: &[u8], start: usize, len: usize) -> u64 {
+    let take = len.min(8);
+    let raw = if let Some(eight) = bytes.get(start..start + 8) {
+        u64::from_le_bytes(eight.try_into().expect("8 bytes"))
+    } else {
+        let mut padded = [0u8; 8];
+        padded[..bytes.len() - start].copy_from_slice(&bytes[start..]);
+        u64::from_le_bytes(padded)
+    };
+    let mask = if take == 8 {
+        u64::MAX
+    } else {
+        (1 << (8 * take)) - 1
+    };
+    (raw | LOWER_BITS) & mask
+}
+
 /// The distinct tokens met while scanning, numbered in order of first
 /// appearance, in an open-addressing table over one byte arena (no
-/// allocation per token). Tokens are lowered ASCII.
-#[derive(Default)]
+/// allocation per token). Tokens are stored lowered; a table slot holds a
+/// token's first eight bytes and length, so most lookups compare within the
+/// slot and touch nothing else.
 struct Dictionary {
     text: Vec<u8>,
     /// Token `n` is `text[starts[n]..starts[n + 1]]`; starts with `0`.
     starts: Vec<u32>,
     /// Whether token `n` is indexed at all ([`could_match_focus_word`]).
     indexable: Vec<bool>,
-    /// `(hash, token number)` by hash; `EMPTY_SLOT` numbers mark free slots.
-    /// The length is a power of two, kept at least twice the token count.
-    table: Vec<(u32, u32)>,
+    /// A power of two, at least 4/3 of the token count.
+    table: Vec<DictionarySlot>,
+    /// `64 - log2(table.len())`: the hash's top bits pick the slot.
+    shift: u32,
+}
+
+#[derive(Clone, Copy)]
+struct DictionarySlot {
+    /// The first eight bytes, lowered, zero-padded.
+    head: u64,
+    len: u32,
+    /// The token number, or `EMPTY_SLOT`.
+    number: u32,
 }
 
 const EMPTY_SLOT: u32 = u32::MAX;
+const FREE: DictionarySlot = DictionarySlot {
+    head: 0,
+    len: 0,
+    number: EMPTY_SLOT,
+};
 
-fn hash_token(token: &[u8]) -> u64 {
-    rustc_hash::FxBuildHasher.hash_one(token)
+/// Hash of a lowered token from its eight-byte words (the first is `head`).
+fn hash_words(head: u64, len: usize, rest: impl Iterator<Item = u64>) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut hash = (head ^ (len as u64).rotate_right(7)).wrapping_mul(K);
+    for word in rest {
+        hash = (hash.rotate_left(23) ^ word).wrapping_mul(K);
+    }
+    hash ^ (hash >> 31)
 }
 
 impl Dictionary {
-    fn with_capacity(tokens: usize) -> Dictionary {
-        let mut starts = Vec::with_capacity(tokens + 1);
-        starts.push(0);
+    fn new() -> Dictionary {
         Dictionary {
-            text: Vec::with_capacity(tokens * 8),
-            starts,
-            indexable: Vec::with_capacity(tokens),
-            table: vec![(0, EMPTY_SLOT); (tokens * 2).next_power_of_two().max(64)],
+            text: Vec::new(),
+            starts: vec![0],
+            indexable: Vec::new(),
+            table: vec![FREE; 1024],
+            shift: 64 - 10,
         }
     }
 
@@ -319,43 +373,109 @@ impl Dictionary {
         &self.text[self.starts[n as usize] as usize..self.starts[n as usize + 1] as usize]
     }
 
-    /// The number of `token`, added if new.
-    fn intern(&mut self, token: &[u8]) -> u32 {
-        let hash = hash_token(token);
-        let tag = (hash >> 32) as u32;
+    /// The head word and hash of the run `bytes[start..start + len]` of
+    /// `[A-Za-z0-9]`, lowered.
+    fn head_and_hash(bytes: &[u8], start: usize, len: usize) -> (u64, u64) {
+        let head = lowered_word(bytes, start, len);
+        let rest = (8..len)
+            .step_by(8)
+            .map(|at| lowered_word(bytes, start + at, len - at));
+        (head, hash_words(head, len, rest))
+    }
+
+    /// The slot a hash starts probing at.
+    fn home(&self, hash: u64) -> usize {
+        (hash >> self.shift) as usize
+    }
+
+    /// Whether `entry` holds the run `bytes[start..start + len]` whose head
+    /// word is `head`.
+    fn holds(
+        &self,
+        entry: DictionarySlot,
+        bytes: &[u8],
+        start: usize,
+        len: usize,
+        head: u64,
+    ) -> bool {
+        entry.number != EMPTY_SLOT
+            && entry.head == head
+            && entry.len as usize == len
+            && (len <= 8 || {
+                let stored = self.token(entry.number);
+                (8..len).step_by(8).all(|at| {
+                    lowered_word(bytes, start + at, len - at) == lowered_word(stored, at, len - at)
+                })
+            })
+    }
+
+    /// The number of the run `bytes[start..start + len]` of `[A-Za-z0-9]`,
+    /// lowered; added if new.
+    fn intern(&mut self, bytes: &[u8], start: usize, len: usize) -> u32 {
+        let (head, hash) = Dictionary::head_and_hash(bytes, start, len);
+        self.intern_hashed(bytes, start, len, head, hash)
+    }
+
+    fn intern_hashed(
+        &mut self,
+        bytes: &[u8],
+        start: usize,
+        len: usize,
+        head: u64,
+        hash: u64,
+    ) -> u32 {
         let mask = self.table.len() - 1;
-        let mut slot = hash as usize & mask;
+        let mut slot = self.home(hash);
         loop {
-            match self.table[slot] {
-                (_, EMPTY_SLOT) => break,
-                (seen, n) if seen == tag && self.token(n) == token => return n,
-                _ => slot = (slot + 1) & mask,
+            let entry = self.table[slot];
+            if entry.number == EMPTY_SLOT {
+                break;
             }
+            if self.holds(entry, bytes, start, len, head) {
+                return entry.number;
+            }
+            slot = (slot + 1) & mask;
         }
-        let n = self.len() as u32;
-        self.text.extend_from_slice(token);
+        let number = self.len() as u32;
+        self.text
+            .extend(bytes[start..start + len].iter().map(|&b| b | 0x20));
         self.starts.push(self.text.len() as u32);
-        self.indexable
-            .push(std::str::from_utf8(token).is_ok_and(could_match_focus_word));
-        self.table[slot] = (tag, n);
-        if self.len() * 2 > self.table.len() {
+        let token = std::str::from_utf8(self.token(number)).expect("tokens are ASCII");
+        self.indexable.push(could_match_focus_word(token));
+        self.table[slot] = DictionarySlot {
+            head,
+            len: len as u32,
+            number,
+        };
+        if self.len() * 4 > self.table.len() * 3 {
             self.grow();
         }
-        n
+        number
     }
 
     fn grow(&mut self) {
-        let mut table = vec![(0, EMPTY_SLOT); self.table.len() * 2];
+        let mut table = vec![FREE; self.table.len() * 2];
+        let shift = self.shift - 1;
         let mask = table.len() - 1;
-        for n in 0..self.len() as u32 {
-            let hash = hash_token(self.token(n));
-            let mut slot = hash as usize & mask;
-            while table[slot].1 != EMPTY_SLOT {
+        for number in 0..self.len() as u32 {
+            let token = self.token(number);
+            let len = token.len();
+            let head = lowered_word(token, 0, len);
+            let rest = (8..len)
+                .step_by(8)
+                .map(|at| lowered_word(token, at, len - at));
+            let mut slot = (hash_words(head, len, rest) >> shift) as usize;
+            while table[slot].number != EMPTY_SLOT {
                 slot = (slot + 1) & mask;
             }
-            table[slot] = ((hash >> 32) as u32, n);
+            table[slot] = DictionarySlot {
+                head,
+                len: len as u32,
+                number,
+            };
         }
         self.table = table;
+        self.shift = shift;
     }
 }
 
@@ -372,21 +492,53 @@ struct Scan {
 impl Scan {
     fn new(expected_postings: usize) -> Scan {
         Scan {
-            dictionary: Dictionary::with_capacity(1024),
+            dictionary: Dictionary::new(),
             last: Vec::new(),
             tokens: Vec::with_capacity(expected_postings),
             ids: Vec::with_capacity(expected_postings),
         }
     }
 
-    /// Records the indexable tokens of `text` for `id` (ids ascending across
-    /// calls), each once.
-    fn add(&mut self, id: u32, text: &str, scratch: &mut Vec<u8>) {
-        for_each_token(text, scratch, |token| {
-            if token.len() < FOCUS_MIN_WORD_BYTES {
+    /// Records the indexable tokens of `lower(text)` for `id` (ids ascending
+    /// across calls), each once ([`token_source`], [`for_each_run`]).
+    ///
+    /// Two passes: the first finds the tokens, hashes them and reads each
+    /// one's home slot; the second resolves them. The home-slot reads do not
+    /// depend on each other, so their cache misses overlap instead of
+    /// stalling one token at a time (the dictionary outgrows the L2 cache
+    /// while the text streams through it).
+    fn add(&mut self, id: u32, text: &str, batch: &mut Vec<PendingToken>) {
+        let source = token_source(text);
+        let bytes = source.as_bytes();
+        batch.clear();
+        for_each_run(bytes, |start, len| {
+            if len < FOCUS_MIN_WORD_BYTES {
                 return; // no focus word is shorter
             }
-            let n = self.dictionary.intern(token) as usize;
+            let (head, hash) = Dictionary::head_and_hash(bytes, start, len);
+            let home = self.dictionary.table[self.dictionary.home(hash)];
+            batch.push(PendingToken {
+                start: start as u32,
+                len: len as u32,
+                head,
+                hash,
+                home,
+            });
+        });
+        for pending in batch.iter() {
+            let (start, len) = (pending.start as usize, pending.len as usize);
+            // The home slot read above is still right when it holds the
+            // token (numbers never change); otherwise probe in full (the
+            // table may have changed since).
+            let n = if self
+                .dictionary
+                .holds(pending.home, bytes, start, len, pending.head)
+            {
+                pending.home.number
+            } else {
+                self.dictionary
+                    .intern_hashed(bytes, start, len, pending.head, pending.hash)
+            } as usize;
             if n == self.last.len() {
                 self.last.push(0);
             }
@@ -395,8 +547,17 @@ impl Scan {
                 self.tokens.push(n as u32);
                 self.ids.push(id);
             }
-        });
+        }
     }
+}
+
+/// A token of the text being scanned, hashed, with its home slot as read.
+struct PendingToken {
+    start: u32,
+    len: u32,
+    head: u64,
+    hash: u64,
+    home: DictionarySlot,
 }
 
 /// Scans one side of `entries` (in id order) on up to two threads.
@@ -410,9 +571,9 @@ fn scan(entries: &[(u32, &Entry)], side: Side) -> Vec<Scan> {
     let run = |part: &[(u32, &Entry)]| {
         let bytes: usize = part.iter().map(|(_, e)| text_of(e, side).len()).sum();
         let mut scan = Scan::new(bytes / 8);
-        let mut scratch = Vec::new();
+        let mut batch = Vec::new();
         for &(id, entry) in part {
-            scan.add(id, text_of(entry, side), &mut scratch);
+            scan.add(id, text_of(entry, side), &mut batch);
         }
         scan
     };
@@ -432,13 +593,16 @@ fn freeze(mut scans: Vec<Scan>) -> Frozen {
     if scans.is_empty() {
         return Frozen::default();
     }
-    let mut dictionary = std::mem::take(&mut scans[0].dictionary);
+    let mut dictionary = std::mem::replace(&mut scans[0].dictionary, Dictionary::new());
     // Token numbers of the later scans, renumbered into `dictionary`.
     let renumbered: Vec<Vec<u32>> = scans[1..]
         .iter()
         .map(|scan| {
             (0..scan.dictionary.len() as u32)
-                .map(|n| dictionary.intern(scan.dictionary.token(n)))
+                .map(|n| {
+                    let token = scan.dictionary.token(n);
+                    dictionary.intern(token, 0, token.len())
+                })
                 .collect()
         })
         .collect();
@@ -783,7 +947,6 @@ mod tests {
 
     #[test]
     fn ascii_fast_tokeniser_equals_lower_then_split() {
-        let mut scratch = Vec::new();
         for text in [
             "",
             "Hello World",
@@ -792,15 +955,40 @@ mod tests {
             "trailing123",
             "  many   spaces  ",
             "UPPER",
+            "averyveryverylongTOKENindeed0123456789 x",
         ] {
+            let source = token_source(text);
+            let bytes = source.as_bytes();
             let mut got = Vec::new();
-            for_each_token(text, &mut scratch, |t| {
-                got.push(String::from_utf8(t.to_vec()).unwrap());
+            for_each_run(bytes, |start, len| {
+                let lowered: Vec<u8> = bytes[start..start + len].iter().map(|b| b | 0x20).collect();
+                got.push(String::from_utf8(lowered).unwrap());
             });
             let lowered = lower(text);
             let want: Vec<String> = word_tokens(&lowered).map(str::to_owned).collect();
             assert_eq!(got, want, "{text:?}");
         }
+    }
+
+    #[test]
+    fn dictionary_interns_each_lowered_token_once() {
+        let mut dictionary = Dictionary::new();
+        let mut numbers = std::collections::HashMap::new();
+        for i in 0..5000 {
+            for token in [
+                format!("Tok{i}"),
+                format!("tok{i}"),
+                format!("averyLONGtokenNUMBER{i}x"),
+                format!("AVERYlongTOKENnumber{i}X"),
+                format!("{i}"),
+            ] {
+                let number = dictionary.intern(token.as_bytes(), 0, token.len());
+                let lowered = token.to_ascii_lowercase();
+                assert_eq!(dictionary.token(number), lowered.as_bytes());
+                assert_eq!(*numbers.entry(lowered).or_insert(number), number);
+            }
+        }
+        assert_eq!(dictionary.len(), numbers.len());
     }
 
     /// Bulk base + writes (stale ids, delta, id reuse) answer every prefix

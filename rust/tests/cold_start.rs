@@ -13,7 +13,8 @@
 //! Knobs (environment):
 //! * `MEMBOLT_TIMING_FOCUS`: the focus of the first render;
 //! * `MEMBOLT_TIMING_STORE_ONLY=1`: only the `Store` phases;
-//! * `MEMBOLT_TIMING_PHASE=iterate|decode|search|render|tokens`: only that
+//! * `MEMBOLT_TIMING_RENDER_FIRST=1`: the first `Store` call renders;
+//! * `MEMBOLT_TIMING_PHASE=iterate|decode|search|render|graph|tokens`: only that
 //!   phase (`iterate` and `decode` in a fresh process), e.g. under `perf`;
 //! * `MEMBOLT_TIMING_REPEAT=n`: best and median of n runs of a build phase;
 //! * `MEMBOLT_TIMING_CACHE=bytes`: redb's cache for the phases run here.
@@ -116,12 +117,21 @@ fn cold_start_phases() {
 /// The `Store` API end to end, in a process that has done nothing yet.
 fn store_phases(path: &Path, focus: &str) {
     let store = Store::open(path, Duration::from_secs(5)).unwrap();
-    let hits = timed("Store: open + first search", || {
+    let render_first = env("MEMBOLT_TIMING_RENDER_FIRST").is_some();
+    let mut block = 0;
+    if render_first {
+        block = timed("Store: open + first render (focused)", || {
+            store.render(focus, 500, Some(0)).unwrap().len()
+        });
+    }
+    let hits = timed("Store: first search", || {
         store.search("zzqqxx").unwrap().len()
     });
-    let block = timed("Store: first render (focused)", || {
-        store.render(focus, 500, Some(0)).unwrap().len()
-    });
+    if !render_first {
+        block = timed("Store: first render (focused)", || {
+            store.render(focus, 500, Some(0)).unwrap().len()
+        });
+    }
     timed("Store: second render", || {
         store.render(focus, 500, Some(0)).unwrap().len()
     });
@@ -165,6 +175,14 @@ fn build_phases(refs: &[&Arc<Entry>], phase: Option<&str>) {
     if wanted("render") {
         best("RenderIndex::from_entries", || {
             RenderIndex::from_entries(refs)
+        });
+    }
+    if wanted("graph") {
+        let entries: Vec<Arc<Entry>> = refs.iter().map(|e| (*e).clone()).collect();
+        best("Mirror::from_entries + graph", || {
+            let mirror = Mirror::from_entries(entries.clone(), vec![1], 0);
+            let _ = mirror.newest();
+            mirror
         });
     }
     if wanted("tokens") {
