@@ -1,18 +1,32 @@
-//! The in-memory copy of a store, with the indexes every read needs.
+//! The in-memory copy of a store, with the indexes reads and writes need.
 //!
-//! Invariant: outside a write transaction, the mirror equals the committed
-//! contents of the file as of the sidecar position its owner recorded.
-//! Every index is updated by [`Mirror::insert`] and [`Mirror::remove`] only, so
-//! they can never disagree with `entries`.
+//! Only `entries` is built when a store is loaded. Every index is derived
+//! from it and built in bulk on first use (a fresh process pays only for what
+//! its calls need: a search does not build the renderer's indexes, a save
+//! does not build the search index), then kept up to date by every write:
+//! * `graph`: recency orders and the children lists (auto parent, caps,
+//!   newest keys, children); the render index needs it, so building the
+//!   render index builds it first;
+//! * `search`: the substring-search index;
+//! * `render`: the indexes of the `<memory>` block.
+//!
+//! Invariants: outside a write transaction, `entries` equals the committed
+//! contents of the file as of the sidecar position its owner recorded; every
+//! built index describes exactly `entries` (indexes change only in
+//! [`Mirror::insert`] and [`Mirror::remove`]); `render` is built only when
+//! `graph` is.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
 
 use crate::entry::Entry;
 use crate::render_index::RenderIndex;
 use crate::search::SearchIndex;
+
+/// Stores at least this large build the graph beside the render index.
+const PARALLEL_BUILD_MIN: usize = 16_384;
 
 /// Orders entries oldest to newest: by `updated_at`, then key
 /// (BEHAVIOUR conventions: the newest is the largest stamp, then larger key).
@@ -30,13 +44,100 @@ pub struct Mirror {
     /// The largest `updated_at` ever given out (BEHAVIOUR §1.3).
     pub clock: i64,
     entries: BTreeMap<Arc<str>, Arc<Entry>>,
+    graph: OnceLock<Graph>,
+    search: OnceLock<SearchIndex>,
+    render: OnceLock<RenderIndex>,
+}
+
+/// Recency orders and reference lists.
+#[derive(Default)]
+struct Graph {
     recency: BTreeSet<Recency>,
     by_type: FxHashMap<Arc<str>, BTreeSet<Recency>>,
     /// parent key -> sorted keys of the entries that reference it (the parent
     /// need not exist). A sorted vector: most parents have one or two.
     children: FxHashMap<Arc<str>, Vec<Arc<str>>>,
-    search: SearchIndex,
-    render: RenderIndex,
+}
+
+impl Graph {
+    /// Builds the graph of `entries`, sorted by key, in bulk. Entries are
+    /// read in key order, the order they were allocated in; reading them in
+    /// recency order instead missed the cache on nearly every entry.
+    fn build(entries: &[&Arc<Entry>]) -> Graph {
+        let mut recency: Vec<Recency> = Vec::with_capacity(entries.len());
+        let mut by_type: FxHashMap<Arc<str>, Vec<Recency>> = FxHashMap::default();
+        let mut children: FxHashMap<Arc<str>, Vec<Arc<str>>> = FxHashMap::default();
+        children.reserve(entries.len());
+        for entry in entries {
+            recency.push(recency_of(entry));
+            by_type
+                .entry(entry.kind.clone())
+                .or_default()
+                .push(recency_of(entry));
+            // Entries arrive sorted by key, so each list grows in order.
+            for parent in &entry.references {
+                children
+                    .entry(parent.clone())
+                    .or_default()
+                    .push(entry.key.clone());
+            }
+        }
+        recency.sort_unstable();
+        for list in children.values_mut() {
+            list.dedup();
+        }
+        children.shrink_to_fit();
+        Graph {
+            recency: recency.into_iter().collect(),
+            by_type: by_type
+                .into_iter()
+                .map(|(kind, mut stamps)| {
+                    stamps.sort_unstable();
+                    (kind, stamps.into_iter().collect())
+                })
+                .collect(),
+            children,
+        }
+    }
+
+    fn index(&mut self, entry: &Entry) {
+        self.recency.insert(recency_of(entry));
+        self.by_type
+            .entry(entry.kind.clone())
+            .or_default()
+            .insert(recency_of(entry));
+        for parent in &entry.references {
+            let children = self.children.entry(parent.clone()).or_default();
+            if let Err(at) = children.binary_search(&entry.key) {
+                children.insert(at, entry.key.clone());
+            }
+        }
+    }
+
+    fn unindex(&mut self, entry: &Entry) {
+        let stamp = recency_of(entry);
+        self.recency.remove(&stamp);
+        if let Some(set) = self.by_type.get_mut(&entry.kind) {
+            set.remove(&stamp);
+            if set.is_empty() {
+                self.by_type.remove(&entry.kind);
+            }
+        }
+        for parent in &entry.references {
+            if let Some(children) = self.children.get_mut(parent) {
+                if let Ok(at) = children.binary_search_by(|child| (**child).cmp(&entry.key)) {
+                    children.remove(at);
+                }
+                if children.is_empty() {
+                    self.children.remove(parent);
+                }
+            }
+        }
+    }
+
+    fn children_of(&self, key: &str) -> Option<&[Arc<str>]> {
+        self.children.get(key).map(Vec::as_slice)
+    }
 }
 
 impl Mirror {
@@ -68,29 +169,45 @@ impl Mirror {
             .map(|(_, entry)| entry)
     }
 
+    fn graph(&self) -> &Graph {
+        self.graph.get_or_init(|| {
+            let entries: Vec<&Arc<Entry>> = self.entries.values().collect();
+            Graph::build(&entries)
+        })
+    }
+
     /// Entries from newest to oldest.
     pub fn newest_first(&self) -> impl Iterator<Item = &Arc<Entry>> {
-        self.recency.iter().rev().map(|(_, key)| &self.entries[key])
+        self.graph()
+            .recency
+            .iter()
+            .rev()
+            .map(|(_, key)| &self.entries[key])
     }
 
     /// Entries of one type from oldest to newest.
     pub fn of_type_oldest_first(&self, kind: &str) -> impl Iterator<Item = &Arc<Entry>> {
-        self.by_type
+        self.graph()
+            .by_type
             .get(kind)
             .into_iter()
             .flat_map(|set| set.iter().map(|(_, key)| &self.entries[key]))
     }
 
     pub fn count_of_type(&self, kind: &str) -> usize {
-        self.by_type.get(kind).map_or(0, BTreeSet::len)
+        self.graph().by_type.get(kind).map_or(0, BTreeSet::len)
     }
 
     pub fn newest(&self) -> Option<&Arc<Entry>> {
-        self.recency.last().map(|(_, key)| &self.entries[key])
+        self.graph()
+            .recency
+            .last()
+            .map(|(_, key)| &self.entries[key])
     }
 
     pub fn newest_of_type(&self, kind: &str) -> Option<&Arc<Entry>> {
-        self.by_type
+        self.graph()
+            .by_type
             .get(kind)?
             .last()
             .map(|(_, key)| &self.entries[key])
@@ -98,128 +215,85 @@ impl Mirror {
 
     /// Sorted keys of the entries that reference `key`.
     pub fn children(&self, key: &str) -> impl Iterator<Item = &Arc<str>> {
-        self.children.get(key).into_iter().flatten()
+        self.graph().children_of(key).into_iter().flatten()
     }
 
+    /// The search index, built on first use.
     pub fn search(&self) -> &SearchIndex {
-        &self.search
+        self.search.get_or_init(|| {
+            let entries: Vec<&Arc<Entry>> = self.entries.values().collect();
+            SearchIndex::build(&entries)
+        })
     }
 
-    /// The indexes of the `<memory>` block.
+    /// The indexes of the `<memory>` block, built on first use together
+    /// with its fill tree and token index (the first render needs all of
+    /// them), and with the graph, on another thread, if that is not built
+    /// yet (the render index is maintained with its children lists, see the
+    /// module invariants).
     pub fn render_index(&self) -> &RenderIndex {
-        &self.render
+        self.render.get_or_init(|| {
+            let entries: Vec<&Arc<Entry>> = self.entries.values().collect();
+            std::thread::scope(|scope| {
+                let graph = (self.graph.get().is_none() && entries.len() >= PARALLEL_BUILD_MIN)
+                    .then(|| scope.spawn(|| Graph::build(&entries)));
+                let render = RenderIndex::for_render(&entries);
+                if let Some(graph) = graph {
+                    let _ = self.graph.set(graph.join().expect("graph thread"));
+                }
+                self.graph();
+                render
+            })
+        })
     }
 
     /// Adds or replaces an entry; returns the one it replaced.
     pub fn insert(&mut self, entry: Arc<Entry>) -> Option<Arc<Entry>> {
-        let previous = self.unindex(&entry.key);
-        self.recency.insert(recency_of(&entry));
-        self.by_type
-            .entry(entry.kind.clone())
-            .or_default()
-            .insert(recency_of(&entry));
-        for parent in &entry.references {
-            let children = self.children.entry(parent.clone()).or_default();
-            if let Err(at) = children.binary_search(&entry.key) {
-                children.insert(at, entry.key.clone());
-            }
-        }
-        self.search.upsert(&entry);
+        let previous = self.entries.get(&entry.key).cloned();
         self.clock = self.clock.max(entry.updated_at);
-        self.render.upsert(
-            &entry,
-            previous.as_ref(),
-            self.children.get(&entry.key).map(Vec::as_slice),
-        );
+        if let Some(graph) = self.graph.get_mut() {
+            if let Some(previous) = &previous {
+                graph.unindex(previous);
+            }
+            graph.index(&entry);
+        }
+        if let Some(search) = self.search.get_mut() {
+            search.upsert(&entry);
+        }
+        if let Some(render) = self.render.get_mut() {
+            let graph = self.graph.get().expect("a built render index has a graph");
+            render.upsert(&entry, previous.as_ref(), graph.children_of(&entry.key));
+        }
         self.entries.insert(entry.key.clone(), entry);
         previous
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Arc<Entry>> {
-        let entry = self.unindex(key)?;
-        self.render
-            .remove(&entry, self.children.get(key).map(Vec::as_slice));
-        Some(entry)
-    }
-
-    /// Removes `key` from every index but `render` (which [`Mirror::insert`]
-    /// updates in place, keeping the entry's id).
-    fn unindex(&mut self, key: &str) -> Option<Arc<Entry>> {
         let entry = self.entries.remove(key)?;
-        let stamp = recency_of(&entry);
-        self.recency.remove(&stamp);
-        if let Some(set) = self.by_type.get_mut(&entry.kind) {
-            set.remove(&stamp);
-            if set.is_empty() {
-                self.by_type.remove(&entry.kind);
-            }
+        if let Some(graph) = self.graph.get_mut() {
+            graph.unindex(&entry);
         }
-        for parent in &entry.references {
-            if let Some(children) = self.children.get_mut(parent) {
-                if let Ok(at) = children.binary_search_by(|child| (**child).cmp(key)) {
-                    children.remove(at);
-                }
-                if children.is_empty() {
-                    self.children.remove(parent);
-                }
-            }
+        if let Some(search) = self.search.get_mut() {
+            search.remove(key);
         }
-        self.search.remove(key);
+        if let Some(render) = self.render.get_mut() {
+            let graph = self.graph.get().expect("a built render index has a graph");
+            render.remove(&entry, graph.children_of(key));
+        }
         Some(entry)
     }
 
-    /// Builds a mirror from a full scan of the file (entries sorted by key).
-    /// The search index, the most expensive part, is built on a second
-    /// thread meanwhile: opening a large store is on the agent's critical path.
+    /// A mirror of `entries` (distinct keys; a full scan of the file gives
+    /// them sorted by key). Indexes are built when first used.
     pub fn from_entries(entries: Vec<Arc<Entry>>, store_id: Vec<u8>, clock: i64) -> Mirror {
-        let (search, mut mirror) = std::thread::scope(|scope| {
-            let search = scope.spawn(|| SearchIndex::build(&entries));
-            let mirror = Mirror::graph_indexes(&entries, store_id, clock);
-            (search.join().expect("building the search index"), mirror)
-        });
-        mirror.search = search;
-        mirror.render = RenderIndex::from_entries(&entries);
-        mirror.entries = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
-        mirror
-    }
-
-    /// Everything but `entries` and `search`, in bulk.
-    fn graph_indexes(entries: &[Arc<Entry>], store_id: Vec<u8>, clock: i64) -> Mirror {
-        let mut mirror = Mirror {
+        let clock = entries.iter().map(|e| e.updated_at).fold(clock, i64::max);
+        Mirror {
             store_id,
             clock,
+            // Sorted input makes this a bulk build; any order is correct.
+            entries: entries.into_iter().map(|e| (e.key.clone(), e)).collect(),
             ..Mirror::default()
-        };
-        let mut recency: Vec<Recency> = entries.iter().map(|e| recency_of(e)).collect();
-        recency.sort_unstable();
-        mirror.recency = recency.into_iter().collect();
-        let mut by_type: FxHashMap<Arc<str>, Vec<Recency>> = FxHashMap::default();
-        for entry in entries {
-            by_type
-                .entry(entry.kind.clone())
-                .or_default()
-                .push(recency_of(entry));
-            // Entries arrive sorted by key, so each list grows in order.
-            for parent in &entry.references {
-                mirror
-                    .children
-                    .entry(parent.clone())
-                    .or_default()
-                    .push(entry.key.clone());
-            }
-            mirror.clock = mirror.clock.max(entry.updated_at);
         }
-        for children in mirror.children.values_mut() {
-            children.dedup();
-        }
-        mirror.by_type = by_type
-            .into_iter()
-            .map(|(kind, mut stamps)| {
-                stamps.sort_unstable();
-                (kind, stamps.into_iter().collect())
-            })
-            .collect();
-        mirror
     }
 }
 

@@ -21,17 +21,79 @@
 //! entries of the mirror (and nothing else).
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::entry::Entry;
 use crate::fill_tree::FillTree;
-use crate::text::{entry_cost, focus_type_bonus, is_done, is_resolved};
+use crate::text::{
+    DONE_MARKERS, RESOLVED_MARKERS, entry_cost, focus_type_bonus, is_done, is_resolved, lower,
+};
 use crate::token_index::TokenIndex;
 
 /// How many slots from the end an out-of-order fill insert may shift before
 /// the fill tree is dropped and rebuilt on the next render instead.
 const MAX_FILL_SHIFT: usize = 64;
+
+/// Stores at least this large get their done/resolved flags computed on a
+/// second thread.
+const PARALLEL_BUILD_MIN: usize = 16_384;
+
+/// Whether an entry is a §5.2 resume candidate (with its type rank) or an
+/// unresolved error.
+#[derive(Clone, Copy)]
+enum ResumeOrError {
+    Resume(u8),
+    Error,
+}
+
+impl ResumeOrError {
+    /// The §5.2.1/§5.2.2 tests (resume and error types are disjoint).
+    fn of(entry: &Entry) -> Option<ResumeOrError> {
+        if let Some(rank) = resume_rank(&entry.kind) {
+            let done = may_hit_any(&entry.value, Markers::Done) && is_done(&entry.value);
+            (!done).then_some(ResumeOrError::Resume(rank))
+        } else if &*entry.kind == ERROR_TYPE {
+            let resolved =
+                may_hit_any(&entry.value, Markers::Resolved) && is_resolved(&entry.value);
+            (!resolved).then_some(ResumeOrError::Error)
+        } else {
+            None
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Markers {
+    Done,
+    Resolved,
+}
+
+/// A necessary condition for `is_done` ([`Markers::Done`]) or `is_resolved`
+/// to be true, checked without tokenising: each way a §5.5 marker can hit
+/// (a substring of the lowered value, a token equal to it, a token starting
+/// with it) makes the marker a substring of the lowered value, and both
+/// tests are false unless one of their positive markers hits. So a value
+/// holding none of them as a substring is neither done nor resolved, and the
+/// full test (which tokenises and compares every marker with every token,
+/// ~100× slower) runs only for the values that may be.
+fn may_hit_any(value: &str, markers: Markers) -> bool {
+    static FINDERS: OnceLock<[Vec<memchr::memmem::Finder<'static>>; 2]> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| {
+        let build = |list: &'static [&'static str]| {
+            list.iter()
+                .map(|marker| memchr::memmem::Finder::new(marker.as_bytes()))
+                .collect()
+        };
+        [build(DONE_MARKERS), build(RESOLVED_MARKERS)]
+    });
+    let lowered = lower(value);
+    finders[markers as usize]
+        .iter()
+        .any(|finder| finder.find(lowered.as_bytes()).is_some())
+}
 
 /// §5.2.1 types of a resume point, with their tie-break rank
 /// (`progress` > `status` > `result`).
@@ -111,7 +173,7 @@ impl Node {
 
 #[derive(Default)]
 pub struct RenderIndex {
-    ids: HashMap<Arc<str>, u32>,
+    ids: FxHashMap<Arc<str>, u32>,
     nodes: Vec<Option<Node>>,
     free: Vec<u32>,
     resume: BTreeSet<ResumeOrder>,
@@ -136,24 +198,125 @@ fn cost_of(entry: &Entry) -> u64 {
 }
 
 impl RenderIndex {
-    /// Builds the index over a whole store at once.
-    pub fn from_entries(entries: &[Arc<Entry>]) -> RenderIndex {
-        let mut index = RenderIndex::default();
+    /// Builds the index over a whole store at once: `entries` sorted by key,
+    /// distinct keys. The fill tree and the token index are left to be
+    /// built on first use.
+    pub fn from_entries(entries: &[&Arc<Entry>]) -> RenderIndex {
+        RenderIndex::build(entries, false)
+    }
+
+    /// [`RenderIndex::from_entries`] with the fill tree and the token index
+    /// built too, as a render needs them: the token index, the largest
+    /// part, on its own thread meanwhile.
+    pub fn for_render(entries: &[&Arc<Entry>]) -> RenderIndex {
+        RenderIndex::build(entries, true)
+    }
+
+    /// Ids follow creation order, but every pass over the entries goes in
+    /// key order, the order they were decoded (and so allocated) in: reading
+    /// them in id order instead missed the cache on nearly every entry of a
+    /// large store. The §5.5 done/resolved tests, the text-heavy part, run on
+    /// a second thread for a large store.
+    fn build(entries: &[&Arc<Entry>], complete: bool) -> RenderIndex {
+        let count = entries.len();
         // Ids in creation order keep reference walks (which mostly go back in
-        // time) close together in memory.
-        let mut by_creation: Vec<&Arc<Entry>> = entries.iter().collect();
-        by_creation.sort_unstable_by(|a, b| (a.created_at, &a.key).cmp(&(b.created_at, &b.key)));
-        index.nodes.reserve(by_creation.len());
-        for entry in by_creation {
-            let id = index.nodes.len() as u32;
-            index.ids.insert(entry.key.clone(), id);
-            index.nodes.push(Some(Node::new(entry)));
-            index.list(id, entry);
+        // time) close together in memory. `entries` is in key order, so
+        // ordering by (created_at, position) is ordering by (created_at, key).
+        let mut by_creation: Vec<(i64, u32)> = entries
+            .iter()
+            .enumerate()
+            .map(|(at, e)| (e.created_at, at as u32))
+            .collect();
+        by_creation.sort_unstable();
+        let mut id_of = vec![0u32; count];
+        for (id, &(_, at)) in by_creation.iter().enumerate() {
+            id_of[at as usize] = id as u32;
         }
-        for id in 0..index.nodes.len() as u32 {
-            index.refresh_links(id);
+        let build_tokens = || {
+            TokenIndex::build(
+                by_creation
+                    .iter()
+                    .enumerate()
+                    .map(|(id, &(_, at))| (id as u32, &**entries[at as usize])),
+            )
+        };
+        let flags = |part: &[&Arc<Entry>]| -> Vec<(usize, ResumeOrError)> {
+            part.iter()
+                .enumerate()
+                .filter_map(|(at, entry)| ResumeOrError::of(entry).map(|flag| (at, flag)))
+                .collect()
+        };
+        let build_nodes = || {
+            let mut ids = FxHashMap::with_capacity_and_hasher(count, FxBuildHasher);
+            let mut nodes: Vec<Option<Node>> = Vec::with_capacity(count);
+            nodes.resize_with(count, || None);
+            for (at, &entry) in entries.iter().enumerate() {
+                let id = id_of[at];
+                ids.insert(entry.key.clone(), id);
+                nodes[id as usize] = Some(Node::new(entry));
+            }
+            (ids, nodes)
+        };
+        let parallel = count >= PARALLEL_BUILD_MIN;
+        std::thread::scope(|scope| {
+            let tokens = (complete && parallel).then(|| scope.spawn(build_tokens));
+            let flagged = parallel.then(|| scope.spawn(|| flags(entries)));
+            let (ids, nodes) = build_nodes();
+            let flagged = match flagged {
+                Some(thread) => thread.join().expect("render index thread"),
+                None => flags(entries),
+            };
+            let mut index = RenderIndex {
+                ids,
+                nodes,
+                ..RenderIndex::default()
+            };
+            index.list_flagged(entries, flagged);
+            index.link_all(entries, &id_of);
+            if complete {
+                let _ = index.fill();
+                let tokens = match tokens {
+                    Some(thread) => thread.join().expect("token index thread"),
+                    None => build_tokens(),
+                };
+                let _ = index.tokens.set(tokens);
+            }
+            index
+        })
+    }
+
+    /// The resume and error sets of a bulk build, from the flags of
+    /// `entries` (by position).
+    fn list_flagged(&mut self, entries: &[&Arc<Entry>], flagged: Vec<(usize, ResumeOrError)>) {
+        let mut resume = Vec::new();
+        let mut errors = Vec::new();
+        for (at, flag) in flagged {
+            let entry = entries[at];
+            match flag {
+                ResumeOrError::Resume(rank) => {
+                    resume.push((entry.updated_at, rank, Reverse(entry.key.clone())));
+                }
+                ResumeOrError::Error => errors.push((entry.updated_at, entry.key.clone())),
+            }
         }
-        index
+        self.resume = resume.into_iter().collect();
+        self.errors = errors.into_iter().collect();
+    }
+
+    /// Parent links and inversions of a bulk build (`id_of` by position).
+    fn link_all(&mut self, entries: &[&Arc<Entry>], id_of: &[u32]) {
+        let mut inverted = Vec::new();
+        for (at, &entry) in entries.iter().enumerate() {
+            let id = id_of[at];
+            let (parents, count) = self.links_of(entry, entry.created_at);
+            let node = self.nodes[id as usize].as_mut().expect("live id");
+            node.parents = parents;
+            node.inverted = count;
+            if count > 0 {
+                inverted.push((entry.created_at, id));
+            }
+        }
+        self.inverted = inverted.into_iter().collect();
     }
 
     /// Records `entry`, which replaces `previous` (same key) if given.
@@ -215,17 +378,22 @@ impl RenderIndex {
 
     /// Adds `entry` (stored under `id`) to every ordered index.
     fn list(&mut self, id: u32, entry: &Arc<Entry>) {
-        if let Some(rank) = resume_rank(&entry.kind)
-            && !is_done(&entry.value)
-        {
-            self.resume
-                .insert((entry.updated_at, rank, Reverse(entry.key.clone())));
-        }
-        if &*entry.kind == ERROR_TYPE && !is_resolved(&entry.value) {
-            self.errors.insert((entry.updated_at, entry.key.clone()));
+        match ResumeOrError::of(entry) {
+            Some(ResumeOrError::Resume(rank)) => {
+                self.resume
+                    .insert((entry.updated_at, rank, Reverse(entry.key.clone())));
+            }
+            Some(ResumeOrError::Error) => {
+                self.errors.insert((entry.updated_at, entry.key.clone()));
+            }
+            None => {}
         }
         if let Some(tokens) = self.tokens.get_mut() {
             tokens.insert(id, entry);
+            if tokens.wants_rebuild() {
+                // Rebuilt in bulk by the next render that needs it.
+                self.tokens = OnceLock::new();
+            }
         }
         if self.fill.get().is_some() {
             self.fill_insert(id, entry);
@@ -276,22 +444,36 @@ impl RenderIndex {
         }
     }
 
+    /// The ids of the existing references of `entry` (created at
+    /// `created`), and how many of them are inverted.
+    fn links_of(&self, entry: &Entry, created: i64) -> (Parents, u32) {
+        let mut parents = Parents::None;
+        let mut inverted = 0;
+        for reference in &entry.references {
+            let Some(&parent) = self.ids.get(reference) else {
+                continue;
+            };
+            inverted += u32::from(self.created_at(parent) >= created);
+            parents = match parents {
+                Parents::None => Parents::One(parent),
+                Parents::One(first) => Parents::Many(Box::new([first, parent])),
+                Parents::Many(many) => {
+                    let mut many = many.into_vec();
+                    many.push(parent);
+                    Parents::Many(many.into_boxed_slice())
+                }
+            };
+        }
+        (parents, inverted)
+    }
+
     /// Recomputes the existing-parent ids of `id` and its inverted count.
     fn refresh_links(&mut self, id: u32) {
-        let node = self.nodes[id as usize].as_ref().expect("live id");
+        let node = self.node(id);
         let created = node.created_at;
-        let parents: Vec<u32> = node
-            .entry
-            .references
-            .iter()
-            .filter_map(|reference| self.ids.get(reference).copied())
-            .collect();
-        let inverted = parents
-            .iter()
-            .filter(|&&parent| self.created_at(parent) >= created)
-            .count() as u32;
+        let (parents, inverted) = self.links_of(&node.entry, created);
         let node = self.nodes[id as usize].as_mut().expect("live id");
-        node.parents = parents.into();
+        node.parents = parents;
         node.inverted = inverted;
         if inverted > 0 {
             self.inverted.insert((created, id));
@@ -369,14 +551,18 @@ impl RenderIndex {
     /// The fill tree, built on first use.
     pub fn fill(&self) -> &FillTree {
         self.fill.get_or_init(|| {
-            let mut live: Vec<(u32, &Arc<Entry>)> = self
+            // Sorted on the stamps kept inline; keys are read only for ties.
+            let mut live: Vec<(i64, u32)> = self
                 .nodes
                 .iter()
                 .enumerate()
-                .filter_map(|(id, node)| node.as_ref().map(|n| (id as u32, &n.entry)))
+                .filter_map(|(id, node)| node.as_ref().map(|n| (n.updated_at, id as u32)))
                 .collect();
-            live.sort_unstable_by(|a, b| fill_order(a.1, b.1));
-            FillTree::from_sorted(live.into_iter().map(|(id, e)| (id, cost_of(e))))
+            live.sort_unstable_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| fill_order(self.entry(a.1), self.entry(b.1)))
+            });
+            FillTree::from_sorted(live.into_iter().map(|(_, id)| (id, self.cost(id))))
         })
     }
 
@@ -412,6 +598,60 @@ mod tests {
             created_at: at,
             updated_at: at,
         })
+    }
+
+    /// The substring pre-check never hides a done or resolved value.
+    #[test]
+    fn marker_precheck_is_a_necessary_condition() {
+        let mut seed: u64 = 0x1234_5678_9abc_def1;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let pieces: Vec<&str> = DONE_MARKERS
+            .iter()
+            .chain(RESOLVED_MARKERS)
+            .chain(crate::text::NOT_DONE_MARKERS)
+            .chain(crate::text::REOPENED_MARKERS)
+            .copied()
+            .chain([
+                "DONE", "Fixed", "ÉTÉ", "İ", " ", "-", "x", "won", "'t", "not", "ed", "s",
+            ])
+            .collect();
+        let (mut done, mut resolved) = (0, 0);
+        for _ in 0..20_000 {
+            let mut value = String::new();
+            for _ in 0..next(5) {
+                value.push_str(pieces[next(pieces.len() as u64) as usize]);
+                if next(2) == 0 {
+                    value.push(' ');
+                }
+            }
+            if is_done(&value) {
+                done += 1;
+                assert!(may_hit_any(&value, Markers::Done), "{value:?}");
+            }
+            if is_resolved(&value) {
+                resolved += 1;
+                assert!(may_hit_any(&value, Markers::Resolved), "{value:?}");
+            }
+            for kind in ["progress", "result", "status", "error", "note"] {
+                let e = entry("k", kind, &value, 1, &[]);
+                let want = match (resume_rank(kind), kind) {
+                    (Some(rank), _) => (!is_done(&value)).then_some(rank),
+                    (None, "error") => (!is_resolved(&value)).then_some(0),
+                    _ => None,
+                };
+                let got = ResumeOrError::of(&e).map(|flag| match flag {
+                    ResumeOrError::Resume(rank) => rank,
+                    ResumeOrError::Error => 0,
+                });
+                assert_eq!(got, want, "{kind} {value:?}");
+            }
+        }
+        assert!(done > 1000 && resolved > 1000, "{done} {resolved}");
     }
 
     #[test]
@@ -543,7 +783,9 @@ mod timing {
             .count();
         println!("is_done over all: {done} in {:?}", started.elapsed());
         let started = Instant::now();
-        let index = RenderIndex::from_entries(&entries);
+        let mut sorted: Vec<&Arc<Entry>> = entries.iter().collect();
+        sorted.sort_by(|a, b| a.key.cmp(&b.key));
+        let index = RenderIndex::from_entries(&sorted);
         let render_index = started.elapsed();
         let started = Instant::now();
         let _ = index.fill();

@@ -1,16 +1,23 @@
 //! Case-insensitive substring search over the mirror (BEHAVIOUR §4).
 //!
-//! Each entry keeps its lowered key and value (computed once per write, never
-//! per query) and a 512-bit signature of the byte trigrams of both. A query's
-//! trigrams must all be present in an entry's signature for the entry to
-//! possibly contain the query, so most entries are rejected by a few word
-//! tests; only the survivors are checked with `memchr::memmem`. Queries shorter
-//! than three bytes have no trigram and check every entry.
+//! Each entry has a 512-bit signature of the byte trigrams of its lowered key
+//! and value (computed once per write, never per query). A query's trigrams
+//! must all be present in an entry's signature for the entry to possibly
+//! contain the query, so most entries are rejected by a few word tests; only
+//! the survivors are checked with `memchr::memmem`. Queries shorter than
+//! three bytes have no trigram and check every entry.
 //!
 //! Matching works on UTF-8 bytes of lowered text, which is the same as
 //! Python's `query.lower() in text.lower()`: UTF-8 is self-synchronising, so a
 //! byte match of a valid needle starts and ends on character boundaries.
+//!
+//! No lowered copy is kept for ASCII text (nearly all of it): lowering ASCII
+//! maps `[A-Z]` to `[a-z]` byte for byte, so the signature is computed over
+//! the bytes lowered on the fly, and a surviving candidate with upper-case
+//! letters is lowered into a scratch buffer just for the check. Only text
+//! that is not ASCII and changes when lowered keeps a lowered copy.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use memchr::memmem::Finder;
@@ -22,39 +29,98 @@ use crate::text::lower;
 const SIGNATURE_WORDS: usize = 8;
 type Signature = [u64; SIGNATURE_WORDS];
 
-/// One indexed entry. The lowered copies are `None` when lowering changes
-/// nothing (most keys), so they cost memory only where they differ.
-struct Doc {
-    entry: Arc<Entry>,
-    lower_key: Option<Box<str>>,
-    lower_value: Option<Box<str>>,
+/// Stores at least this large are indexed on two threads.
+const PARALLEL_BUILD_MIN: usize = 16_384;
+
+/// How one text of an entry compares with a lowered query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// Lowering changes nothing: compare the text as it is.
+    Lower = 0,
+    /// ASCII with upper-case letters: lower a scratch copy per comparison.
+    AsciiUpper = 1,
+    /// Not ASCII, and lowering changes it: compare the kept lowered copy.
+    Copied = 2,
 }
 
-impl Doc {
-    fn new(entry: &Arc<Entry>) -> (Doc, Signature) {
-        let lower_key = owned_if_changed(&entry.key);
-        let lower_value = owned_if_changed(&entry.value);
-        let mut signature = [0u64; SIGNATURE_WORDS];
-        add_trigrams(&mut signature, lower_key.as_deref().unwrap_or(&entry.key));
-        add_trigrams(
-            &mut signature,
-            lower_value.as_deref().unwrap_or(&entry.value),
-        );
-        let doc = Doc {
-            entry: entry.clone(),
-            lower_key,
-            lower_value,
+impl Form {
+    fn from_bits(bits: u8) -> Form {
+        match bits & 3 {
+            0 => Form::Lower,
+            1 => Form::AsciiUpper,
+            _ => Form::Copied,
+        }
+    }
+}
+
+/// The lowered copies of an entry whose key or value is [`Form::Copied`].
+#[derive(Default)]
+struct Copies {
+    key: Option<Box<str>>,
+    value: Option<Box<str>>,
+}
+
+/// One byte per signature bit while an entry is indexed: setting a bit is
+/// then a plain store. (Or-ing bits into eight words directly made nearly
+/// every byte of text a read-modify-write of a randomly chosen word, which
+/// the CPU kept mispredicting as independent of the previous one.)
+type BitBytes = [u8; SIGNATURE_WORDS * 64];
+
+/// Adds the trigrams of `lower(text)` to `bits`; returns how `text`
+/// compares, and its lowered copy when one must be kept.
+fn index_text(text: &str, bits: &mut BitBytes, scratch: &mut Vec<u8>) -> (Form, Option<Box<str>>) {
+    if text.is_ascii() {
+        // No early exit: the whole scan vectorises.
+        let upper = text
+            .bytes()
+            .fold(false, |upper, byte| upper | byte.is_ascii_uppercase());
+        let lowered = if upper {
+            scratch.clear();
+            scratch.extend_from_slice(text.as_bytes());
+            scratch.make_ascii_lowercase();
+            scratch.as_slice()
+        } else {
+            text.as_bytes()
         };
-        (doc, signature)
+        set_trigram_bits(bits, lowered);
+        let form = if upper { Form::AsciiUpper } else { Form::Lower };
+        (form, None)
+    } else {
+        let (form, lowered) = match lower(text) {
+            Cow::Borrowed(text) => (Form::Lower, Cow::Borrowed(text)),
+            Cow::Owned(lowered) => (Form::Copied, Cow::Owned(lowered)),
+        };
+        set_trigram_bits(bits, lowered.as_bytes());
+        let copy = (form == Form::Copied).then(|| lowered.into_owned().into_boxed_str());
+        (form, copy)
     }
+}
 
-    fn key(&self) -> &str {
-        self.lower_key.as_deref().unwrap_or(&self.entry.key)
+fn set_trigram_bits(bits: &mut BitBytes, lowered: &[u8]) {
+    for window in lowered.windows(3) {
+        bits[trigram_bit(trigram_code(window))] = 1;
     }
+}
 
-    fn value(&self) -> &str {
-        self.lower_value.as_deref().unwrap_or(&self.entry.value)
+/// The signature, forms (key in bits 0–1, value in bits 2–3) and lowered
+/// copies (if any) of one entry.
+fn index_entry(entry: &Entry, scratch: &mut Vec<u8>) -> (Signature, u8, Option<Copies>) {
+    let mut bits: BitBytes = [0; SIGNATURE_WORDS * 64];
+    let (key_form, key) = index_text(&entry.key, &mut bits, scratch);
+    let (value_form, value) = index_text(&entry.value, &mut bits, scratch);
+    let mut signature = [0u64; SIGNATURE_WORDS];
+    for (word, chunk) in signature.iter_mut().zip(bits.chunks_exact(64)) {
+        // Bit `b` of the word is byte `b` of the chunk (0 or 1): gather eight
+        // bytes at a time into eight bits.
+        for (part, eight) in chunk.chunks_exact(8).enumerate() {
+            let bytes = u64::from_le_bytes(eight.try_into().expect("8 bytes"));
+            let packed = bytes.wrapping_mul(0x0102_0408_1020_4080) >> 56;
+            *word |= packed << (8 * part);
+        }
     }
+    let forms = key_form as u8 | (value_form as u8) << 2;
+    let copies = (key.is_some() || value.is_some()).then_some(Copies { key, value });
+    (signature, forms, copies)
 }
 
 /// Where the query was found in an entry.
@@ -64,55 +130,113 @@ pub enum Hit {
     ValueOnly,
 }
 
+/// Invariant: for every live slot, `signatures`, `forms` and `copies` are
+/// those of `docs[slot]` (see [`index_entry`]); free slots are `None` with a
+/// zero signature and no copies; `slot_of` maps exactly the live keys.
 #[derive(Default)]
 pub struct SearchIndex {
     /// Slots in insertion order; a freed slot is reused. Signatures live in a
     /// parallel array so the filtering pass streams through 64-byte rows.
-    docs: Vec<Option<Doc>>,
+    docs: Vec<Option<Arc<Entry>>>,
     signatures: Vec<Signature>,
-    slot_of: FxHashMap<Arc<str>, usize>,
-    free: Vec<usize>,
+    forms: Vec<u8>,
+    /// Lowered copies, by slot, of the few entries that need them.
+    copies: FxHashMap<u32, Copies>,
+    slot_of: FxHashMap<Arc<str>, u32>,
+    free: Vec<u32>,
 }
 
 impl SearchIndex {
-    /// An index of `entries` (distinct keys), built in one pass.
-    pub fn build(entries: &[Arc<Entry>]) -> SearchIndex {
-        let mut index = SearchIndex {
-            docs: Vec::with_capacity(entries.len()),
-            signatures: Vec::with_capacity(entries.len()),
-            slot_of: FxHashMap::with_capacity_and_hasher(entries.len(), FxBuildHasher),
-            free: Vec::new(),
+    /// An index of `entries` (distinct keys), built in one pass (two threads
+    /// for a large store).
+    pub fn build(entries: &[&Arc<Entry>]) -> SearchIndex {
+        let count = entries.len();
+        let mut signatures = vec![[0u64; SIGNATURE_WORDS]; count];
+        let mut forms = vec![0u8; count];
+        let fill = |entries: &[&Arc<Entry>], signatures: &mut [Signature], forms: &mut [u8]| {
+            let (mut copies, mut scratch) = (Vec::new(), Vec::new());
+            for (slot, entry) in entries.iter().enumerate() {
+                let (signature, form, copy) = index_entry(entry, &mut scratch);
+                signatures[slot] = signature;
+                forms[slot] = form;
+                if let Some(copy) = copy {
+                    copies.push((slot, copy));
+                }
+            }
+            copies
         };
-        for entry in entries {
-            let (doc, signature) = Doc::new(entry);
-            index.slot_of.insert(entry.key.clone(), index.docs.len());
-            index.docs.push(Some(doc));
-            index.signatures.push(signature);
+        let slots = |entries: &[&Arc<Entry>]| -> FxHashMap<Arc<str>, u32> {
+            let mut slot_of = FxHashMap::with_capacity_and_hasher(entries.len(), FxBuildHasher);
+            for (slot, entry) in entries.iter().enumerate() {
+                slot_of.insert(entry.key.clone(), slot as u32);
+            }
+            slot_of
+        };
+        let (copies, slot_of) = if count < PARALLEL_BUILD_MIN {
+            (fill(entries, &mut signatures, &mut forms), slots(entries))
+        } else {
+            // This thread: the first half of the signatures, then the key map;
+            // the other: the second half of the signatures.
+            let half = count * 3 / 5;
+            let (first_signatures, second_signatures) = signatures.split_at_mut(half);
+            let (first_forms, second_forms) = forms.split_at_mut(half);
+            std::thread::scope(|scope| {
+                let later = scope.spawn(|| fill(&entries[half..], second_signatures, second_forms));
+                let mut copies = fill(&entries[..half], first_signatures, first_forms);
+                let slot_of = slots(entries);
+                let later = later.join().expect("search index thread");
+                copies.extend(later.into_iter().map(|(slot, copy)| (slot + half, copy)));
+                (copies, slot_of)
+            })
+        };
+        SearchIndex {
+            docs: entries.iter().map(|&entry| Some(entry.clone())).collect(),
+            signatures,
+            forms,
+            copies: copies
+                .into_iter()
+                .map(|(slot, copy)| (slot as u32, copy))
+                .collect(),
+            slot_of,
+            free: Vec::new(),
         }
-        index
     }
 
     pub fn upsert(&mut self, entry: &Arc<Entry>) {
-        let (doc, signature) = Doc::new(entry);
+        let (signature, forms, copy) = index_entry(entry, &mut Vec::new());
         let slot = if let Some(&slot) = self.slot_of.get(&entry.key) {
             slot
         } else {
             let slot = self.free.pop().unwrap_or_else(|| {
                 self.docs.push(None);
                 self.signatures.push([0; SIGNATURE_WORDS]);
-                self.docs.len() - 1
+                self.forms.push(0);
+                (self.docs.len() - 1) as u32
             });
             self.slot_of.insert(entry.key.clone(), slot);
             slot
         };
-        self.docs[slot] = Some(doc);
-        self.signatures[slot] = signature;
+        let at = slot as usize;
+        self.docs[at] = Some(entry.clone());
+        self.signatures[at] = signature;
+        self.forms[at] = forms;
+        match copy {
+            Some(copy) => {
+                self.copies.insert(slot, copy);
+            }
+            None => {
+                self.copies.remove(&slot);
+            }
+        }
     }
 
     pub fn remove(&mut self, key: &str) {
         if let Some(slot) = self.slot_of.remove(key) {
-            self.docs[slot] = None;
-            self.signatures[slot] = [0; SIGNATURE_WORDS];
+            let at = slot as usize;
+            self.docs[at] = None;
+            self.signatures[at] = [0; SIGNATURE_WORDS];
+            self.forms[at] = 0;
+            self.copies.remove(&slot);
             self.free.push(slot);
         }
     }
@@ -124,7 +248,12 @@ impl SearchIndex {
             return Vec::new();
         }
         let needle = lower(query);
-        let finder = Finder::new(needle.as_bytes());
+        let matcher = Matcher {
+            finder: Finder::new(needle.as_bytes()),
+            // An ASCII text lowers to ASCII, which a needle holding other
+            // bytes cannot occur in.
+            ascii_needle: needle.is_ascii(),
+        };
         let mut wanted = [0u64; SIGNATURE_WORDS];
         add_trigrams(&mut wanted, &needle);
         // Only the words the query sets need testing.
@@ -134,21 +263,68 @@ impl SearchIndex {
             .enumerate()
             .filter(|&(_, bits)| bits != 0)
             .collect();
+        let mut scratch = Vec::new();
         let mut hits = Vec::new();
         for (slot, signature) in self.signatures.iter().enumerate() {
             if !tests.iter().all(|&(i, bits)| signature[i] & bits == bits) {
                 continue;
             }
-            let Some(doc) = &self.docs[slot] else {
+            let Some(entry) = &self.docs[slot] else {
                 continue;
             };
-            if finder.find(doc.key().as_bytes()).is_some() {
-                hits.push((doc.entry.clone(), Hit::Key));
-            } else if finder.find(doc.value().as_bytes()).is_some() {
-                hits.push((doc.entry.clone(), Hit::ValueOnly));
+            let forms = self.forms[slot];
+            let copies = || self.copies.get(&(slot as u32));
+            let key_form = Form::from_bits(forms);
+            let value_form = Form::from_bits(forms >> 2);
+            if matcher.contains(
+                &entry.key,
+                key_form,
+                || copies().and_then(|c| c.key.as_deref()),
+                &mut scratch,
+            ) {
+                hits.push((entry.clone(), Hit::Key));
+            } else if matcher.contains(
+                &entry.value,
+                value_form,
+                || copies().and_then(|c| c.value.as_deref()),
+                &mut scratch,
+            ) {
+                hits.push((entry.clone(), Hit::ValueOnly));
             }
         }
         hits
+    }
+}
+
+/// A lowered query, ready to look for in texts of any [`Form`].
+struct Matcher<'n> {
+    finder: Finder<'n>,
+    ascii_needle: bool,
+}
+
+impl Matcher<'_> {
+    fn contains<'t>(
+        &self,
+        text: &'t str,
+        form: Form,
+        copy: impl FnOnce() -> Option<&'t str>,
+        scratch: &mut Vec<u8>,
+    ) -> bool {
+        match form {
+            Form::Lower => self.finder.find(text.as_bytes()).is_some(),
+            Form::AsciiUpper => {
+                if !self.ascii_needle || self.finder.needle().len() > text.len() {
+                    return false;
+                }
+                scratch.clear();
+                scratch.extend_from_slice(text.as_bytes());
+                scratch.make_ascii_lowercase();
+                self.finder.find(scratch).is_some()
+            }
+            Form::Copied => {
+                copy().is_some_and(|lowered| self.finder.find(lowered.as_bytes()).is_some())
+            }
+        }
     }
 }
 
@@ -162,19 +338,20 @@ pub fn rank(hits: &mut [(Arc<Entry>, Hit)]) {
     });
 }
 
-fn owned_if_changed(text: &str) -> Option<Box<str>> {
-    match lower(text) {
-        std::borrow::Cow::Borrowed(_) => None,
-        std::borrow::Cow::Owned(lowered) => Some(lowered.into_boxed_str()),
-    }
+/// The trigram code of three bytes: `b0 | b1 << 8 | b2 << 16`.
+fn trigram_code(window: &[u8]) -> u32 {
+    u32::from(window[0]) | u32::from(window[1]) << 8 | u32::from(window[2]) << 16
 }
 
-/// Sets one signature bit per byte trigram (a multiplicative hash of the
-/// three bytes picks the bit).
+/// The signature bit of a trigram code: a multiplicative hash picks it.
+fn trigram_bit(code: u32) -> usize {
+    (code.wrapping_mul(0x9E37_79B1) >> 23) as usize // 0..512
+}
+
+/// Sets one signature bit per byte trigram of `text` (already lowered).
 fn add_trigrams(signature: &mut Signature, text: &str) {
     for window in text.as_bytes().windows(3) {
-        let code = u32::from(window[0]) | u32::from(window[1]) << 8 | u32::from(window[2]) << 16;
-        let bit = (code.wrapping_mul(0x9E37_79B1) >> 23) as usize; // 0..512
+        let bit = trigram_bit(trigram_code(window));
         signature[bit / 64] |= 1 << (bit % 64);
     }
 }
@@ -247,5 +424,150 @@ mod tests {
         index.upsert(&entry("ÉCOLE", "ΣΟΦΙΑ", 1));
         assert_eq!(keys(index.find("école")), ["ÉCOLE"]);
         assert_eq!(keys(index.find("σοφ")), ["ÉCOLE"]);
+    }
+    /// The definition: `lower(query) in lower(key)`, else in the value.
+    fn model(entries: &[Arc<Entry>], query: &str) -> Vec<(String, Hit)> {
+        let needle = lower(query);
+        let mut out: Vec<(String, Hit)> = entries
+            .iter()
+            .filter(|_| !query.is_empty())
+            .filter_map(|e| {
+                if lower(&e.key).contains(&*needle) {
+                    Some((e.key.to_string(), Hit::Key))
+                } else if lower(&e.value).contains(&*needle) {
+                    Some((e.key.to_string(), Hit::ValueOnly))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    fn found(index: &SearchIndex, query: &str) -> Vec<(String, Hit)> {
+        let mut out: Vec<(String, Hit)> = index
+            .find(query)
+            .into_iter()
+            .map(|(e, hit)| (e.key.to_string(), hit))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    #[test]
+    fn signatures_are_those_of_the_lowered_texts() {
+        for (key, value) in [
+            ("prompt:Build", "Add /users endpoint"),
+            ("ab", "abc"),
+            ("", ""),
+            ("ÉCOLE", "ΣΟΦΙΑ and MORE text"),
+            (
+                "x",
+                "The quick brown fox jumps over the lazy dog 0123456789",
+            ),
+        ] {
+            let mut want = [0u64; SIGNATURE_WORDS];
+            add_trigrams(&mut want, &lower(key));
+            add_trigrams(&mut want, &lower(value));
+            let (got, _, _) = index_entry(&entry(key, value, 0), &mut Vec::new());
+            assert_eq!(got, want, "{key:?} {value:?}");
+        }
+    }
+
+    #[test]
+    fn bulk_and_incremental_indexes_agree_with_the_definition() {
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let pieces = [
+            "Build",
+            "build",
+            "BUILD",
+            "école",
+            "ÉCOLE",
+            "\u{212A}elvin",
+            "kelvin",
+            "ΣΟΦΙΑ",
+            "σοφ",
+            "İx",
+            "ab",
+            "a",
+            " ",
+            "-",
+            "straße",
+            "STRASSE",
+        ];
+        let queries = [
+            "build",
+            "BUI",
+            "uil",
+            "écol",
+            "kelv",
+            "\u{212A}el",
+            "σοφ",
+            "ΣΟΦ",
+            "i\u{307}",
+            "ab",
+            "a",
+            "b",
+            "zz",
+            "straße",
+            "ss",
+            "ld é",
+            "",
+        ];
+        for size in [3, 40, PARALLEL_BUILD_MIN + 7] {
+            let mut text = || {
+                let mut out = String::new();
+                for _ in 0..next(5) {
+                    out.push_str(pieces[next(pieces.len() as u64) as usize]);
+                }
+                out
+            };
+            let mut entries: Vec<Arc<Entry>> = (0..size)
+                .map(|i| entry(&format!("{}{i:06}", text()), &text(), i as i64))
+                .collect();
+            entries.sort_by(|a, b| a.key.cmp(&b.key));
+            entries.dedup_by(|a, b| a.key == b.key);
+            let refs: Vec<&Arc<Entry>> = entries.iter().collect();
+            let bulk = SearchIndex::build(&refs);
+            let mut incremental = SearchIndex::default();
+            for e in &entries {
+                incremental.upsert(&entry(&e.key, "placeholder", 0));
+                incremental.upsert(e);
+            }
+            for query in queries {
+                let want = model(&entries, query);
+                assert_eq!(found(&bulk, query), want, "bulk {size} {query:?}");
+                assert_eq!(
+                    found(&incremental, query),
+                    want,
+                    "incremental {size} {query:?}"
+                );
+            }
+            // Removing and rewriting keeps every answer exact.
+            let mut index = bulk;
+            for e in entries.iter().step_by(3) {
+                index.remove(&e.key);
+            }
+            let kept: Vec<Arc<Entry>> = entries
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 3 != 0)
+                .map(|(_, e)| e.clone())
+                .collect();
+            for query in queries {
+                assert_eq!(
+                    found(&index, query),
+                    model(&kept, query),
+                    "after removes {query:?}"
+                );
+            }
+        }
     }
 }

@@ -18,6 +18,11 @@
 //!   lock, *before* it commits; readers parse them only while holding a redb
 //!   handle (which excludes writers). So a reader never sees a half-written
 //!   record, and a commit is always announced before it becomes visible.
+//! * A missing or unreadable sidecar is initialised (an empty ring with a new
+//!   ring id) by whoever next holds a redb handle, reader or writer: no writer
+//!   runs meanwhile, so "nothing changed since" is true. Two readers doing it
+//!   at once leave one ring id; the other reader's next look sees a position
+//!   it did not record and refreshes (once), never a wrong mirror.
 //! * A record only says "this key may have changed": the reader re-reads the
 //!   key from redb. A writer that dies between announcing and committing
 //!   costs a needless re-read, never a wrong mirror.
@@ -27,6 +32,14 @@
 //!   seen, the reader rebuilds its mirror from redb.
 //! * The lock-free freshness check (`position()` equal to the one the mirror
 //!   was built at) is sound because seq moves before every commit.
+//! * Every look from outside a lease checks by path that the open sidecar is
+//!   still the one on disk (a deleted or replaced sidecar is reopened). While
+//!   a process holds the write lease, the sidecar it checked when it took the
+//!   lease is used unchecked (`append`, `wanted`, `clear_want`): membolt never
+//!   replaces a sidecar, and a new one, should someone delete it meanwhile,
+//!   can only be initialised under a redb handle, i.e. after the lease; its
+//!   new ring id then sends every reader (this process included) to a full
+//!   refresh. This saves two `stat` calls per save.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -88,6 +101,15 @@ impl SyncFile {
         self.file.as_ref()
     }
 
+    /// The sidecar as opened when the lease was taken (see the module docs:
+    /// only for the holder of the write lease).
+    fn leased_file(&mut self) -> Option<&File> {
+        if self.file.is_none() {
+            return self.file();
+        }
+        self.file.as_ref()
+    }
+
     /// The current position, or `None` when the sidecar is missing, not yet
     /// initialised, or unreadable (every such case means "refresh").
     pub(crate) fn position(&mut self) -> Option<Position> {
@@ -105,7 +127,8 @@ impl SyncFile {
         (position.ring_id != 0).then_some(position)
     }
 
-    /// Makes sure the sidecar is initialised; called with the write lock.
+    /// Makes sure the sidecar is initialised; called with a redb handle held
+    /// (which excludes writers). Returns the position now on file.
     pub(crate) fn initialise(&mut self) -> Option<Position> {
         if let Some(position) = self.position() {
             return Some(position);
@@ -121,7 +144,9 @@ impl SyncFile {
         let file = self.file()?;
         file.set_len(HEADER_LEN + RING_LEN).ok()?;
         file.write_all_at(&header, 0).ok()?;
-        Some(position)
+        // Another reader may have initialised it at the same moment: what is
+        // on file is what later positions will be compared with.
+        self.position()
     }
 
     /// Appends one record per key after `from` (the current position, which
@@ -139,7 +164,7 @@ impl SyncFile {
             records.extend_from_slice(&(key.len() as u32).to_le_bytes());
             records.extend_from_slice(key.as_bytes());
         }
-        let file = self.file()?;
+        let file = self.leased_file()?;
         write_ring(file, from.head, &records)?;
         let to = Position {
             ring_id: from.ring_id,
@@ -184,10 +209,11 @@ impl SyncFile {
         (expected == now.seq).then_some(keys)
     }
 
-    /// Whether another process is waiting for the lock.
+    /// Whether another process is waiting for the lock (asked by the holder
+    /// of the write lease).
     pub(crate) fn wanted(&mut self) -> bool {
         let mut flag = [0u8; 1];
-        self.file()
+        self.leased_file()
             .is_some_and(|f| matches!(f.read_at(&mut flag, WANT_OFFSET), Ok(1)) && flag[0] != 0)
     }
 
@@ -197,8 +223,9 @@ impl SyncFile {
         }
     }
 
+    /// Clears the want flag (by the holder of the write lease).
     pub(crate) fn clear_want(&mut self) {
-        if let Some(file) = self.file() {
+        if let Some(file) = self.leased_file() {
             let _ = file.write_all_at(&[0], WANT_OFFSET);
         }
     }

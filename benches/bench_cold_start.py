@@ -1,0 +1,279 @@
+"""What a *fresh process* pays: open a closed store and serve the first search
+or the first focused render; memory after the load; and the CPU cost of a
+durable save (on tmpfs, where fsync is nearly free, so what is left is CPU).
+
+    maturin develop --release
+    python benches/bench_cold_start.py                       # 100k entries
+    python benches/bench_cold_start.py --sizes 100000,1000000 --rounds 9
+    python benches/bench_cold_start.py --python /other/venv/bin/python   # A/B
+
+Every cold figure comes from a new interpreter (``subprocess``), so nothing
+(allocator state, page cache of the extension, lazily built indexes) carries
+over from a previous round. With several ``--python`` interpreters (e.g. a
+venv holding the main-branch build and one holding this branch), rounds
+alternate between them, so both see the same machine load; compare figures
+of one run only. The load average is printed with the table: on a shared
+machine, distrust a run taken while it is high.
+
+Stores (built once, cached under ``$MEMBOLT_BENCH_CACHE``, default
+``/tmp/membolt-bench-cache``, and copied to a temporary directory per run):
+* ``workload``: ``benches/workload.py`` entries (~230 bytes, 6,000-word
+  vocabulary), first search = the first workload query;
+* ``agent``: the agent-shaped store of ``benches/bench_render.py`` (chains,
+  overwritten status keys), first render = its mid-history focus, 500 tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("MEMBOLT_BENCH_CACHE", "/tmp/membolt-bench-cache"))
+
+# Runs in the fresh interpreter; prints one JSON object.
+CHILD = r"""
+import json, os, sys, time
+
+def rss_mib():
+    fields = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            name, _, rest = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                fields[name] = int(rest.split()[0]) / 1024
+    return fields["VmRSS"], fields["VmHWM"]
+
+started = time.perf_counter()
+import membolt
+out = {"import_ms": (time.perf_counter() - started) * 1e3}
+mode, path, argument = sys.argv[1], sys.argv[2], sys.argv[3]
+out["rss_before_mib"] = rss_mib()[0]
+cpu = time.process_time()
+started = time.perf_counter()
+store = membolt.MemoryStore(path)
+if mode == "search":
+    first = lambda: store.search(argument)
+elif mode == "render":
+    first = lambda: store.render(argument, 500, now_ms=0)
+else:
+    raise SystemExit(f"unknown mode {mode}")
+first()
+out["first_ms"] = (time.perf_counter() - started) * 1e3
+out["first_cpu_ms"] = (time.process_time() - cpu) * 1e3
+rss, hwm = rss_mib()
+out["rss_mib"] = rss
+out["hwm_mib"] = hwm
+# Steady state right after: the same call again (indexes built, lease held
+# or released; a few rounds, median).
+times = []
+for _ in range(21):
+    started = time.perf_counter()
+    first()
+    times.append(time.perf_counter() - started)
+times.sort()
+out["again_ms"] = times[len(times) // 2] * 1e3
+# After a moment (background work, if any, has finished).
+time.sleep(float(os.environ.get("COLD_SETTLE_S", "1.5")))
+out["rss_settled_mib"] = rss_mib()[0]
+store.close()
+print(json.dumps(out))
+"""
+
+SAVE_CHILD = r"""
+import json, sqlite3, sys, time
+import membolt
+
+path, sqlite_path, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+store = membolt.MemoryStore(path)
+len(store)  # load
+value = "x" * 200
+for i in range(50):  # warm up
+    store.save(f"bench:warm-{i}", value)
+
+def measure(save):
+    wall, cpu = [], []
+    for i in range(count):
+        w, c = time.perf_counter_ns(), time.process_time_ns()
+        save(i)
+        cpu.append(time.process_time_ns() - c)
+        wall.append(time.perf_counter_ns() - w)
+    return statistics.median(wall) / 1e3, sum(cpu) / len(cpu) / 1e3
+
+import statistics
+out = {}
+out["save_new_us"], out["save_new_cpu_us"] = measure(lambda i: store.save(f"bench:new-{i}", value))
+out["save_overwrite_us"], out["save_overwrite_cpu_us"] = measure(
+    lambda i: store.save(f"bench:new-{i % 50}", value + str(i)))
+core = store._save
+out["core_save_us"], out["core_save_cpu_us"] = measure(
+    lambda i: core(f"bench:core-{i}", value, None, "note", None, None, None))
+store.close()
+
+db = sqlite3.connect(sqlite_path, isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("PRAGMA synchronous=FULL")
+db.execute("CREATE TABLE IF NOT EXISTS memory (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+def sqlite_save(i):
+    db.execute("BEGIN")
+    db.execute("INSERT OR REPLACE INTO memory VALUES (?, ?)", (f"bench:new-{i}", value))
+    db.execute("COMMIT")
+out["sqlite_save_us"], out["sqlite_save_cpu_us"] = measure(sqlite_save)
+print(json.dumps(out))
+"""
+
+
+def build_workload_store(size: int) -> Path:
+    cached = CACHE / f"workload-{size}.redb"
+    if not cached.exists():
+        sys.path.insert(0, str(HERE))
+        from workload import Workload
+
+        import membolt
+
+        CACHE.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(".partial")
+        partial.unlink(missing_ok=True)
+        store = membolt.MemoryStore(partial, timeout=60)
+        chunk: list[tuple[str, str]] = []
+        for item in Workload(size).entries():
+            chunk.append(item)
+            if len(chunk) == 10_000:
+                store.save_many(chunk, caps=False)
+                chunk = []
+        if chunk:
+            store.save_many(chunk, caps=False)
+        store.close()
+        membolt._core._release_all()
+        partial.rename(cached)
+    return cached
+
+
+def agent_store(size: int) -> tuple[Path, str]:
+    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    import bench_render
+
+    return bench_render.store_path(size), bench_render.focus_for(size)
+
+
+def first_query(size: int) -> str:
+    sys.path.insert(0, str(HERE))
+    from workload import Workload
+
+    return Workload(size).queries()[0]
+
+
+def run_child(python: str, script: str, *args: str) -> dict[str, float]:
+    done = subprocess.run(
+        [python, "-c", script, *args], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{python} failed:\n{done.stderr}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def loadavg() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+    except OSError:
+        return "?"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="100000")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--python", action="append", help="interpreter(s) to compare")
+    parser.add_argument("--saves", type=int, default=500, help="saves per save measurement")
+    parser.add_argument("--skip-save", action="store_true")
+    parser.add_argument("--tmpfs", default="/dev/shm", help="where the save test runs")
+    args = parser.parse_args()
+    pythons = args.python or [sys.executable]
+    print(f"load average before: {loadavg()}", file=sys.stderr)
+    rows: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="membolt-cold-") as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            workload = Path(tmp) / f"workload-{size}" / "memory.redb"
+            workload.parent.mkdir()
+            shutil.copyfile(build_workload_store(size), workload)
+            agent_path, focus = agent_store(size)
+            agent = Path(tmp) / f"agent-{size}" / "memory.redb"
+            agent.parent.mkdir()
+            shutil.copyfile(agent_path, agent)
+            query = first_query(size)
+            cases = [
+                ("open + first search", "search", workload, query),
+                ("open + first render", "render", agent, focus),
+            ]
+            for label, mode, path, argument in cases:
+                # A copy per interpreter: a build must not find the sidecar
+                # another build created (or anything else it left behind).
+                copies = {}
+                for n, python in enumerate(pythons):
+                    copy = path.parent / f"{n}" / path.name
+                    copy.parent.mkdir()
+                    shutil.copyfile(path, copy)
+                    copies[python] = copy
+                results: dict[str, list[dict[str, float]]] = {p: [] for p in pythons}
+                for _ in range(args.rounds):
+                    for python in pythons:
+                        results[python].append(
+                            run_child(python, CHILD, mode, str(copies[python]), argument)
+                        )
+                for python in pythons:
+                    got = results[python]
+
+                    def med(name: str, got: list[dict[str, float]] = got) -> float:
+                        return statistics.median(r[name] for r in got)
+
+                    firsts = sorted(r["first_ms"] for r in got)
+                    rows.append(
+                        f"| {label} | {size:,} | {python} | {med('first_ms'):.0f} "
+                        f"({firsts[0]:.0f}-{firsts[-1]:.0f}) | {med('first_cpu_ms'):.0f} | "
+                        f"{med('again_ms'):.3f} | {med('rss_mib') - med('rss_before_mib'):.0f} | "
+                        f"{med('rss_settled_mib') - med('rss_before_mib'):.0f} | "
+                        f"{med('hwm_mib'):.0f} |"
+                    )
+        print(
+            "| case | entries | python | first ms p50 (min-max) | first CPU ms | again ms "
+            "| RSS +MiB after | RSS +MiB settled | peak RSS MiB |"
+        )
+        print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+        print("\n".join(rows))
+
+        if not args.skip_save:
+            save_rows = []
+            size = int(args.sizes.split(",")[0])
+            for python in pythons:
+                with tempfile.TemporaryDirectory(prefix="membolt-save-", dir=args.tmpfs) as shm:
+                    path = Path(shm) / "memory.redb"
+                    shutil.copyfile(build_workload_store(size), path)
+                    got = run_child(
+                        python, SAVE_CHILD, str(path), str(Path(shm) / "s.db"), str(args.saves)
+                    )
+                save_rows.append(
+                    f"| {python} | {got['save_new_us']:.0f} / {got['save_new_cpu_us']:.0f} | "
+                    f"{got['save_overwrite_us']:.0f} / {got['save_overwrite_cpu_us']:.0f} | "
+                    f"{got['core_save_us']:.0f} / {got['core_save_cpu_us']:.0f} | "
+                    f"{got['sqlite_save_us']:.0f} / {got['sqlite_save_cpu_us']:.0f} |"
+                )
+            print(f"\nsave on {args.tmpfs}, {size:,}-entry store: p50 wall µs / mean CPU µs")
+            print(
+                "| python | save new key | overwrite | core _save (no classify) | sqlite WAL FULL |"
+            )
+            print("|---|---:|---:|---:|---:|")
+            print("\n".join(save_rows))
+    print(f"\nload average after: {loadavg()}; {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
