@@ -604,13 +604,6 @@ impl State {
             self.mirror = None; // load the whole file, checking every record
         }
         self.catch_up(&db, ctx.path)?;
-        if self.seen.is_none() {
-            // No sidecar yet (a copied store, or one no writer has touched
-            // since): start one, or every read would reload the whole file.
-            // Safe under the read lock: no writer can run, and a reader that
-            // initialises it at the same time only costs a rebuild later.
-            self.seen = self.sync.initialise();
-        }
         self.verified = true;
         Ok(())
     }
