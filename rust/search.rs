@@ -130,15 +130,19 @@ pub enum Hit {
     ValueOnly,
 }
 
-/// Invariant: for every live slot, `signatures`, `forms` and `copies` are
-/// those of `docs[slot]` (see [`index_entry`]); free slots are `None` with a
-/// zero signature and no copies; `slot_of` maps exactly the live keys.
+/// Invariant: for every live slot, the signature words, `forms` and
+/// `copies` are those of `docs[slot]` (see [`index_entry`]); free slots are
+/// `None` with a zero signature and no copies; `slot_of` maps exactly the
+/// live keys.
 #[derive(Default)]
 pub struct SearchIndex {
-    /// Slots in insertion order; a freed slot is reused. Signatures live in a
-    /// parallel array so the filtering pass streams through 64-byte rows.
+    /// Slots in insertion order; a freed slot is reused.
     docs: Vec<Option<Arc<Entry>>>,
-    signatures: Vec<Signature>,
+    /// The signatures by column: word `w` of slot `s` is `signatures[w][s]`.
+    /// A query first streams through the one column its trigrams fill most
+    /// (an eighth of the signature bytes, and the most selective test), then
+    /// tests the few survivors on the other words.
+    signatures: [Vec<u64>; SIGNATURE_WORDS],
     forms: Vec<u8>,
     /// Lowered copies, by slot, of the few entries that need them.
     copies: FxHashMap<u32, Copies>,
@@ -151,13 +155,15 @@ impl SearchIndex {
     /// for a large store).
     pub fn build(entries: &[&Arc<Entry>]) -> SearchIndex {
         let count = entries.len();
-        let mut signatures = vec![[0u64; SIGNATURE_WORDS]; count];
+        let mut signatures: [Vec<u64>; SIGNATURE_WORDS] = std::array::from_fn(|_| vec![0; count]);
         let mut forms = vec![0u8; count];
-        let fill = |entries: &[&Arc<Entry>], signatures: &mut [Signature], forms: &mut [u8]| {
+        let fill = |entries: &[&Arc<Entry>], columns: &mut [&mut [u64]], forms: &mut [u8]| {
             let (mut copies, mut scratch) = (Vec::new(), Vec::new());
             for (slot, entry) in entries.iter().enumerate() {
                 let (signature, form, copy) = index_entry(entry, &mut scratch);
-                signatures[slot] = signature;
+                for (column, word) in columns.iter_mut().zip(signature) {
+                    column[slot] = word;
+                }
                 forms[slot] = form;
                 if let Some(copy) = copy {
                     copies.push((slot, copy));
@@ -173,16 +179,23 @@ impl SearchIndex {
             slot_of
         };
         let (copies, slot_of) = if count < PARALLEL_BUILD_MIN {
-            (fill(entries, &mut signatures, &mut forms), slots(entries))
+            let mut columns: Vec<&mut [u64]> =
+                signatures.iter_mut().map(Vec::as_mut_slice).collect();
+            (fill(entries, &mut columns, &mut forms), slots(entries))
         } else {
-            // This thread: the first half of the signatures, then the key map;
-            // the other: the second half of the signatures.
+            // This thread: the first part of the signatures, then the key map;
+            // the other: the rest of the signatures.
             let half = count * 3 / 5;
-            let (first_signatures, second_signatures) = signatures.split_at_mut(half);
+            let (mut first_columns, mut second_columns): (Vec<&mut [u64]>, Vec<&mut [u64]>) =
+                signatures
+                    .iter_mut()
+                    .map(|column| column.split_at_mut(half))
+                    .unzip();
             let (first_forms, second_forms) = forms.split_at_mut(half);
             std::thread::scope(|scope| {
-                let later = scope.spawn(|| fill(&entries[half..], second_signatures, second_forms));
-                let mut copies = fill(&entries[..half], first_signatures, first_forms);
+                let later =
+                    scope.spawn(|| fill(&entries[half..], &mut second_columns, second_forms));
+                let mut copies = fill(&entries[..half], &mut first_columns, first_forms);
                 let slot_of = slots(entries);
                 let later = later.join().expect("search index thread");
                 copies.extend(later.into_iter().map(|(slot, copy)| (slot + half, copy)));
@@ -209,7 +222,9 @@ impl SearchIndex {
         } else {
             let slot = self.free.pop().unwrap_or_else(|| {
                 self.docs.push(None);
-                self.signatures.push([0; SIGNATURE_WORDS]);
+                for column in &mut self.signatures {
+                    column.push(0);
+                }
                 self.forms.push(0);
                 (self.docs.len() - 1) as u32
             });
@@ -218,7 +233,9 @@ impl SearchIndex {
         };
         let at = slot as usize;
         self.docs[at] = Some(entry.clone());
-        self.signatures[at] = signature;
+        for (column, word) in self.signatures.iter_mut().zip(signature) {
+            column[at] = word;
+        }
         self.forms[at] = forms;
         match copy {
             Some(copy) => {
@@ -234,7 +251,9 @@ impl SearchIndex {
         if let Some(slot) = self.slot_of.remove(key) {
             let at = slot as usize;
             self.docs[at] = None;
-            self.signatures[at] = [0; SIGNATURE_WORDS];
+            for column in &mut self.signatures {
+                column[at] = 0;
+            }
             self.forms[at] = 0;
             self.copies.remove(&slot);
             self.free.push(slot);
@@ -256,19 +275,42 @@ impl SearchIndex {
         };
         let mut wanted = [0u64; SIGNATURE_WORDS];
         add_trigrams(&mut wanted, &needle);
-        // Only the words the query sets need testing.
-        let tests: Vec<(usize, u64)> = wanted
+        // The words the query sets, the one with the most bits first.
+        let mut tests: Vec<(usize, u64)> = wanted
             .iter()
             .copied()
             .enumerate()
             .filter(|&(_, bits)| bits != 0)
             .collect();
+        tests.sort_by_key(|&(_, bits)| std::cmp::Reverse(bits.count_ones()));
+        let candidates: Vec<u32> = match tests.split_first() {
+            None => (0..self.docs.len() as u32).collect(),
+            Some((&(first, bits), rest)) => {
+                // Two columns in the first pass when the query sets two
+                // words: one word often holds a single bit, which a third of
+                // all signatures have.
+                let (second, second_bits, rest) = match rest.split_first() {
+                    Some((&(second, second_bits), rest)) => (second, second_bits, rest),
+                    None => (first, bits, rest),
+                };
+                let mut candidates: Vec<u32> = self.signatures[first]
+                    .iter()
+                    .zip(&self.signatures[second])
+                    .enumerate()
+                    .filter(|&(_, (&a, &b))| a & bits == bits && b & second_bits == second_bits)
+                    .map(|(slot, _)| slot as u32)
+                    .collect();
+                for &(word, bits) in rest {
+                    let column = &self.signatures[word];
+                    candidates.retain(|&slot| column[slot as usize] & bits == bits);
+                }
+                candidates
+            }
+        };
         let mut scratch = Vec::new();
         let mut hits = Vec::new();
-        for (slot, signature) in self.signatures.iter().enumerate() {
-            if !tests.iter().all(|&(i, bits)| signature[i] & bits == bits) {
-                continue;
-            }
+        for slot in candidates {
+            let slot = slot as usize;
             let Some(entry) = &self.docs[slot] else {
                 continue;
             };

@@ -18,6 +18,10 @@
 //! (cheap, and it excludes writers while open) and the keys the sidecar says
 //! changed since are re-read: O(changes), not O(store).
 //!
+//! A process's first call loads the whole file ([`load_all`]: redb walked on
+//! one thread, records decoded on two) into the mirror's key map only; each
+//! index is built in bulk by the first call that needs it (see `mirror.rs`).
+//!
 //! Writes take the write lease, catch up, then run one redb write transaction
 //! in which every changed key is written and logged and the mirror is updated
 //! alongside with an undo log: if anything fails before the commit returns,

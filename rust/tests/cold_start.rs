@@ -14,8 +14,9 @@
 //! * `MEMBOLT_TIMING_FOCUS`: the focus of the first render;
 //! * `MEMBOLT_TIMING_STORE_ONLY=1`: only the `Store` phases;
 //! * `MEMBOLT_TIMING_RENDER_FIRST=1`: the first `Store` call renders;
-//! * `MEMBOLT_TIMING_PHASE=iterate|decode|search|render|graph|tokens`: only that
+//! * `MEMBOLT_TIMING_PHASE=iterate|decode|search|find|render|graph|tokens`: only that
 //!   phase (`iterate` and `decode` in a fresh process), e.g. under `perf`;
+//! * `MEMBOLT_TIMING_QUERIES=a,b`: the queries of the `find` phase;
 //! * `MEMBOLT_TIMING_REPEAT=n`: best and median of n runs of a build phase;
 //! * `MEMBOLT_TIMING_CACHE=bytes`: redb's cache for the phases run here.
 
@@ -171,6 +172,16 @@ fn build_phases(refs: &[&Arc<Entry>], phase: Option<&str>) {
     let wanted = |name: &str| phase.is_none_or(|p| p == name);
     if wanted("search") {
         best("SearchIndex::build", || SearchIndex::build(refs));
+    }
+    if wanted("find") {
+        let index = SearchIndex::build(refs);
+        let queries = env("MEMBOLT_TIMING_QUERIES").unwrap_or_else(|| "timeout,zzqqxx".into());
+        for query in queries.split(',') {
+            let hits = index.find(query).len();
+            best(&format!("find {query:?} ({hits} hits) x100"), || {
+                (0..100).map(|_| index.find(query).len()).sum::<usize>()
+            });
+        }
     }
     if wanted("render") {
         best("RenderIndex::from_entries", || {
