@@ -531,24 +531,37 @@ impl Dictionary {
     }
 }
 
-/// The postings of one side found in a run of entries, in id order, as
-/// parallel arrays of token numbers (of `dictionary`) and ids.
+/// The postings of one side found in a run of entries, in id order: the
+/// token numbers (of `dictionary`) of each entry in turn, and where each
+/// entry's numbers end (no id per posting: a large store has some twenty
+/// postings per entry, and this is the largest transient of the build).
 struct Scan {
     dictionary: Dictionary,
     /// `last[n]`: one more than the last id given a posting of token `n`.
     last: Vec<u32>,
     tokens: Vec<u32>,
-    ids: Vec<u32>,
+    /// `(id, end)`: the entry's token numbers are `tokens[previous end..end]`.
+    entries: Vec<(u32, u32)>,
 }
 
 impl Scan {
-    fn new(expected_postings: usize) -> Scan {
+    fn new(expected_entries: usize, expected_postings: usize) -> Scan {
         Scan {
             dictionary: Dictionary::new(),
             last: Vec::new(),
             tokens: Vec::with_capacity(expected_postings),
-            ids: Vec::with_capacity(expected_postings),
+            entries: Vec::with_capacity(expected_entries),
         }
+    }
+
+    /// `(id, token numbers)` of each scanned entry, in order.
+    fn postings(&self) -> impl Iterator<Item = (u32, &[u32])> {
+        let mut start = 0;
+        self.entries.iter().map(move |&(id, end)| {
+            let numbers = &self.tokens[start as usize..end as usize];
+            start = end;
+            (id, numbers)
+        })
     }
 
     /// Records the indexable tokens of `lower(text)` for `id` (ids ascending
@@ -597,9 +610,9 @@ impl Scan {
             if self.dictionary.indexable[n] && self.last[n] != id + 1 {
                 self.last[n] = id + 1;
                 self.tokens.push(n as u32);
-                self.ids.push(id);
             }
         }
+        self.entries.push((id, self.tokens.len() as u32));
     }
 }
 
@@ -622,7 +635,7 @@ fn scan(entries: &[(u32, &Entry)], side: Side) -> Vec<Scan> {
     }
     let run = |part: &[(u32, &Entry)]| {
         let bytes: usize = part.iter().map(|(_, e)| text_of(e, side).len()).sum();
-        let mut scan = Scan::new(bytes / 8);
+        let mut scan = Scan::new(part.len(), bytes / 10);
         let mut batch = Vec::new();
         for &(id, entry) in part {
             scan.add(id, text_of(entry, side), &mut batch);
@@ -700,10 +713,12 @@ fn freeze(mut scans: Vec<Scan>) -> Frozen {
     // postings come out ascending.
     frozen.postings = vec![0; total as usize];
     for (s, scan) in scans.iter().enumerate() {
-        for (&n, &id) in scan.tokens.iter().zip(&scan.ids) {
-            let at = &mut cursor[global(s, n) as usize];
-            frozen.postings[*at as usize] = id;
-            *at += 1;
+        for (id, numbers) in scan.postings() {
+            for &n in numbers {
+                let at = &mut cursor[global(s, n) as usize];
+                frozen.postings[*at as usize] = id;
+                *at += 1;
+            }
         }
     }
     frozen
@@ -1144,7 +1159,9 @@ mod tests {
             }
             out
         };
-        for round in 0..40 {
+        // Fewer rounds unoptimised: the large size dominates `cargo test`.
+        let rounds = if cfg!(debug_assertions) { 9 } else { 40 };
+        for round in 0..rounds {
             let size = [5, 50, PARALLEL_BUILD_MIN + 100][round % 3];
             // id -> entry (None: a free id).
             let mut live: Vec<Option<Entry>> = (0..size)

@@ -14,7 +14,7 @@
 //! * `MEMBOLT_TIMING_FOCUS`: the focus of the first render;
 //! * `MEMBOLT_TIMING_STORE_ONLY=1`: only the `Store` phases;
 //! * `MEMBOLT_TIMING_RENDER_FIRST=1`: the first `Store` call renders;
-//! * `MEMBOLT_TIMING_PHASE=iterate|decode|search|find|render|graph|tokens`: only that
+//! * `MEMBOLT_TIMING_PHASE=memory|iterate|decode|search|find|render|graph|tokens`: only that
 //!   phase (`iterate` and `decode` in a fresh process), e.g. under `perf`;
 //! * `MEMBOLT_TIMING_QUERIES=a,b`: the queries of the `find` phase;
 //! * `MEMBOLT_TIMING_REPEAT=n`: best and median of n runs of a build phase;
@@ -94,6 +94,10 @@ fn cold_start_phases() {
         .open_read_only(&path)
         .unwrap();
     match phase.as_deref() {
+        Some("memory") => {
+            memory_phases(decode(&db));
+            return;
+        }
         Some("iterate") => {
             timed("fresh: redb iterate only", || iterate(&db));
             return;
@@ -226,4 +230,40 @@ fn mirror_phases(entries: Vec<Arc<Entry>>) {
     timed("  token index", || {
         let _ = mirror.render_index().tokens();
     });
+}
+
+/// Resident memory now, in MiB.
+fn rss_mib() -> f64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: f64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0.0);
+    pages * 4096.0 / f64::from(1 << 20)
+}
+
+/// What each part of the mirror adds to the resident memory, in the order a
+/// process builds them.
+fn memory_phases(entries: Vec<Arc<Entry>>) {
+    let count = entries.len() as f64;
+    let mut last = rss_mib();
+    let mut step = |label: &str| {
+        let now = rss_mib();
+        println!(
+            "{label:<32} {:>8.1} MiB ({:>6.0} bytes/entry), resident {now:.1} MiB",
+            now - last,
+            (now - last) * f64::from(1 << 20) / count
+        );
+        last = now;
+    };
+    step("entries (decoded)");
+    let mirror = Mirror::from_entries(entries, vec![1], 0);
+    step("key map");
+    let _ = mirror.newest();
+    step("graph");
+    let _ = mirror.search();
+    step("search index");
+    let _ = mirror.render_index();
+    step("render index + fill + tokens");
 }
