@@ -128,6 +128,24 @@ class TestAfterTool:
         memory.after_tool("memory_save", {"key": "k", "value": "v"}, out)
         assert len(memory.tool_calls) == 1
 
+    def test_identical_calls_the_agent_ran_are_each_logged(self, memory: AgentMemory) -> None:
+        # §9.2: every call reported to after_tool, even one repeating the last.
+        memory.after_tool("bash_exec", {"cmd": "make"}, "ok")
+        memory.after_tool("bash_exec", {"cmd": "make"}, "ok")
+        out = memory.call_tool("memory_list", {})
+        memory.call_tool("memory_list", {})
+        memory.after_tool("memory_list", {}, out)  # the echo of the second call only
+        assert [c["name"] for c in memory.tool_calls] == ["bash_exec"] * 2 + ["memory_list"] * 2
+
+    def test_logged_args_are_json_dumps_of_a_mapping(self, memory: AgentMemory) -> None:
+        arguments = {"path": "café/naïve.txt", "n": 2}
+        memory.after_tool("write_file", arguments, "ok")
+        memory.call_tool("memory_search", {"query": "café"})
+        assert [c["args"] for c in memory.tool_calls] == [
+            json.dumps(arguments),
+            json.dumps({"query": "café"}),
+        ]
+
 
 class TestThinking:
     def test_save_thinking(self, memory: AgentMemory) -> None:
@@ -218,6 +236,13 @@ class TestSessions:
         }
         memory.start_session(resumed=True, cwd=tmp_path)
         assert "session:resumed" in memory.store
+
+    def test_signature_of_section_10(self, memory: AgentMemory) -> None:
+        # mem.start_session(model=None, backend=None, base_url=None, resumed=False)
+        memory.start_session("m", "openai", "http://localhost:1", True)
+        assert "session:resumed" in memory.store
+        assert "session:started" not in memory.store
+        assert memory.restore_session_config()["base_url"] == "http://localhost:1"
 
     def test_types_follow_the_classifier(self, memory: AgentMemory) -> None:
         memory.start_session(model="m")

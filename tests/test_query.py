@@ -138,6 +138,7 @@ class TestResultShape:
             (math.nan, 50),
             (10_000, 500),
             (math.inf, 500),
+            (-math.inf, 50),
             (499.5, 499),
         ],
     )
@@ -149,8 +150,10 @@ class TestResultShape:
         assert result["count"] == 600
         assert result["truncated"] is True
         arguments = {"query": "memory"} if limit is None else {"query": "memory", "limit": limit}
-        if not (isinstance(limit, float) and not math.isfinite(limit)):
-            assert len(json.loads(memory.call_tool("memory_query", arguments))["rows"]) == rows
+        assert len(json.loads(memory.call_tool("memory_query", arguments))["rows"]) == rows
+        # The same through JSON text: Python's json reads NaN and ±Infinity.
+        text = json.dumps(arguments)
+        assert len(json.loads(memory.call_tool("memory_query", text))["rows"]) == rows
 
 
 class TestErrors:

@@ -195,6 +195,11 @@ class TestDispatcher:
         assert len(message.encode()) == 503
         assert message.endswith("...")
 
+    @pytest.mark.parametrize("tool", ["memory_save", "memory_query"])
+    def test_deeply_nested_json_is_an_error(self, memory: AgentMemory, tool: str) -> None:
+        assert "nested too deeply" in error_of(memory.call_tool(tool, "[" * 100_000))
+        assert len(memory.store) == 0
+
     def test_store_errors_are_returned(self, memory: AgentMemory) -> None:
         memory.store.close()
         assert "closed" in error_of(memory.call_tool("memory_list", {}))

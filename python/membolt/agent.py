@@ -68,6 +68,9 @@ class AgentMemory:
         self.config = config
         self._clock = clock
         self._tool_calls: deque[dict[str, Any]] = deque(maxlen=TOOL_LOG_SIZE)
+        # The newest call logged by call_tool(), until the next logged call:
+        # an after_tool() report of that very call is an echo, not a new call.
+        self._echo_of: dict[str, Any] | None = None
         self._tasks: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -88,7 +91,7 @@ class AgentMemory:
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
         """Run a memory tool call from the model; always returns text."""
         result = tools.run_tool(self.store, name, arguments, self._run_query_tool)
-        self._log_tool_call(name, arguments, result)
+        self._log_tool_call(name, arguments, result, from_call_tool=True)
         return result
 
     def _run_query_tool(self, query: str, limit: object) -> str:
@@ -114,7 +117,7 @@ class AgentMemory:
     def after_tool(self, name: str, arguments: object, result: str) -> int:
         """Record a tool call the agent ran and extract facts from its result
         (for tools on the capture list); returns how many were saved."""
-        self._log_tool_call(name, arguments, result, skip_duplicate=True)
+        self._log_tool_call(name, arguments, result)
         return self._guarded(
             "after_tool",
             lambda: self._save_facts(extract_tool_result(str(name), str(result), self.config)),
@@ -165,8 +168,8 @@ class AgentMemory:
         model: str | None = None,
         backend: str | None = None,
         base_url: str | None = None,
-        *,
         resumed: bool = False,
+        *,
         cwd: str | os.PathLike[str] | None = None,
     ) -> None:
         """Record where and with what model this session runs."""
@@ -247,7 +250,7 @@ class AgentMemory:
             self._tasks = [dict(row) for row in rows]
 
     def _log_tool_call(
-        self, name: object, arguments: object, result: object, *, skip_duplicate: bool = False
+        self, name: object, arguments: object, result: object, *, from_call_tool: bool = False
     ) -> None:
         call = {
             "name": str(name),
@@ -256,10 +259,11 @@ class AgentMemory:
             "timestamp": self._clock(),
         }
         with self._lock:
-            last = self._tool_calls[-1] if self._tool_calls else None
+            echo_of, self._echo_of = self._echo_of, (call if from_call_tool else None)
             # An agent that reports a memory tool call it made through
-            # call_tool() to after_tool() as well must not log it twice.
-            if skip_duplicate and last is not None and _same_call(last, call):
+            # call_tool() to after_tool() as well must not log it twice; two
+            # identical calls the agent ran itself are two calls.
+            if not from_call_tool and echo_of is not None and _same_call(echo_of, call):
                 return
             self._tool_calls.append(call)
 
@@ -269,7 +273,8 @@ def _arguments_text(arguments: object) -> str:
     if isinstance(arguments, str):
         return arguments
     try:
-        return json.dumps(arguments, ensure_ascii=False, default=str)
+        # BEHAVIOUR §9.2: json.dumps of it (non-JSON values as their str).
+        return json.dumps(arguments, default=str)
     except (TypeError, ValueError):
         return repr(arguments)
 

@@ -162,6 +162,8 @@ def parse_arguments(tool: str, arguments: object) -> dict[str, Any]:
             arguments = json.loads(arguments)
         except json.JSONDecodeError as error:
             raise ToolError(f"{tool}: arguments are not valid JSON ({error})") from None
+        except RecursionError:
+            raise ToolError(f"{tool}: arguments are nested too deeply") from None
     if not isinstance(arguments, Mapping):
         raise ToolError(f"{tool}: arguments must be a JSON object")
     return dict(arguments)
@@ -234,7 +236,7 @@ def query_limit(limit: object) -> int:
     """
     if isinstance(limit, bool) or not isinstance(limit, int | float):
         return QUERY_LIMIT
-    if math.isnan(limit):
+    if math.isnan(limit) or limit == -math.inf:
         return QUERY_LIMIT
     if limit >= QUERY_MAX_LIMIT:
         return QUERY_MAX_LIMIT
@@ -276,3 +278,5 @@ def run_tool(
         return error_text(str(error))
     except (MemboltError, ValueError, TypeError, KeyError, OSError) as error:
         return error_text(f"{tool}: {error}")
+    except Exception as error:  # BEHAVIOUR §4: the dispatcher never raises
+        return error_text(f"{tool}: internal error: {type(error).__name__}: {error}")
