@@ -274,10 +274,13 @@ class TestAction:
         assert action_of("Fixed-the bug everywhere") is None
         assert action_of("We fixed\nthe bug everywhere") is None
 
-    def test_markdown_emphasis_and_colon_after_the_verb(self) -> None:
-        assert action_of("**Fixed** the login bug") == "the login bug"
-        assert action_of("**Fixed:** the login bug") == "the login bug"
-        assert action_of("Fixed: the login bug") == "the login bug"
+    def test_the_verb_must_be_followed_by_whitespace(self) -> None:
+        # §6.3: "followed by whitespace and text"; emphasis or a colon between
+        # the verb and the text does not count, so the next line is tried.
+        assert action_of("**Fixed** the login bug") is None
+        assert action_of("**Fixed:** the login bug") is None
+        assert action_of("Fixed: the login bug\nAdded the retry loop") == "the retry loop"
+        assert action_of("**Fixed the login bug**") == "the login bug"
 
     def test_verb_inside_a_path_is_not_a_verb(self) -> None:
         assert action_of("see src/fixed/handler.go and more") is None

@@ -352,9 +352,9 @@ def _is_word_char(char: str) -> bool:
     return char == "_" or char.isalnum()
 
 
-# After a verb: an optional run of "*" and ":" (Markdown emphasis and a colon, so
-# that "**Fixed:** the bug" still counts), then whitespace.
-_AFTER_VERB = re.compile(f"[*:]*(?=[{_WS_CLASS}])")
+# After a verb: whitespace (§6.3, §6.4). Not "Fixed:" nor "**Fixed**": the
+# contract is a verb followed by whitespace and text, nothing in between.
+_AFTER_VERB = re.compile(f"(?=[{_WS_CLASS}])")
 
 
 class _VerbFinder:
@@ -388,16 +388,16 @@ class _VerbFinder:
             heapq.heappush(self._next, (position, verb))
 
     def _verb_end(self, position: int, length: int) -> int | None:
-        """End of the verb and its decoration, or None when it is not a whole
-        word followed by whitespace."""
+        """End of the verb, or None when it is not a whole word followed by
+        whitespace."""
         if position > 0 and _is_word_char(self._text[position - 1]):
             return None
         after = _AFTER_VERB.match(self._text, position + length)
         return None if after is None else after.end()
 
     def find(self, start: int) -> int | None:
-        """The end (after the decoration) of the first verb at or after
-        ``start``, or None. ``start`` must not decrease between calls."""
+        """The end of the first verb at or after ``start``, or None.
+        ``start`` must not decrease between calls."""
         while self._next:
             position, verb = heapq.heappop(self._next)
             if position < start:
