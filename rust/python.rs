@@ -383,10 +383,13 @@ fn save_request(
     })
 }
 
+/// §1.4's busy timeout in seconds, the default of every `timeout` argument.
+const DEFAULT_TIMEOUT_SECONDS: f64 = store::DEFAULT_BUSY_TIMEOUT.as_secs_f64();
+
 #[pymethods]
 impl PyStore {
     #[new]
-    #[pyo3(signature = (path, *, timeout = 5.0))]
+    #[pyo3(signature = (path, *, timeout = DEFAULT_TIMEOUT_SECONDS))]
     #[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
     fn new(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Self> {
         if !(timeout.is_finite() && timeout >= 0.0) {
@@ -785,7 +788,7 @@ fn flatten_plain(text: &str) -> String {
 
 /// `membolt doctor`: a read-only check of the store file at `path`.
 #[pyfunction]
-#[pyo3(signature = (path, timeout = 5.0))]
+#[pyo3(signature = (path, timeout = DEFAULT_TIMEOUT_SECONDS))]
 #[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
 fn _inspect(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Bound<'_, PyDict>> {
     let timeout = Duration::from_secs_f64(timeout.max(0.0));
@@ -836,6 +839,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Benchmarks refuse to report figures of an unoptimised build.
     m.add("DEBUG_BUILD", cfg!(debug_assertions))?;
     m.add("MAX_KEY_BYTES", store::MAX_KEY_BYTES)?;
+    m.add("DEFAULT_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)?;
     m.add("TOOL_RESULT_CAP", store::TOOL_RESULT_CAP)?;
     m.add("THINKING_CAP", store::THINKING_CAP)?;
     m.add("LOW_SIGNAL_CAP", store::LOW_SIGNAL_CAP)?;

@@ -21,7 +21,7 @@ from ._core import Entry
 from .classify import DEFAULT_TYPE, classify, parent_type
 
 STORE_FILE_NAME = "memory.redb"
-DEFAULT_TIMEOUT = 5.0
+DEFAULT_TIMEOUT = _core.DEFAULT_TIMEOUT
 
 
 def encode_cwd(path: str | os.PathLike[str]) -> str:
