@@ -32,7 +32,9 @@ pub const DEFAULT_LEASE_IDLE: Duration = Duration::from_millis(5);
 pub const YIELD_PAUSE: Duration = Duration::from_millis(2);
 /// While another process waits, a lease is kept at least this long before it
 /// is handed over (a waiter waits at most about this much per process ahead).
-pub const CONTENDED_QUANTUM: Duration = Duration::from_millis(10);
+/// A hand-over costs a clean close and an open (several fsyncs); 25 ms gave
+/// 4 writers about 15% more saves per second than 10 ms, 50 ms no more.
+pub const CONTENDED_QUANTUM: Duration = Duration::from_millis(25);
 
 const FIRST_BACKOFF: Duration = Duration::from_micros(200);
 const MAX_BACKOFF: Duration = Duration::from_millis(1);
