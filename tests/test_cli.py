@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from membolt import MemoryStore
+from membolt import MemoryStore, cli
 
 pytestmark = pytest.mark.slow
 
@@ -177,6 +177,98 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     fails("frobnicate", code=2)
     fails("--db", "a", "--cwd", "b", "list", code=2)
     fails("get", code=2)
+    # --db and --cwd at different levels, or empty, are mistakes too.
+    assert "give one" in fails("--db", "a", "list", "--cwd", "b", code=2)
+    assert "--db needs a file path" in fails("--db", "", "list", code=2)
+    # Numbers out of range are usage errors, not overflows.
+    db = str(tmp_path / "s.redb")
+    fails("--db", db, "--timeout", "1e300", "list", code=2)
+    fails("--db", db, "--timeout", "nan", "list", code=2)
+    fails("--db", db, "render", "--max-tokens", "9" * 20, code=2)
+    fails("--db", db, "render", "--now-ms", "9" * 20, code=2)
+    fails("--db", db, "query", "memory", "--limit", "9" * 20, code=2)
+
+
+def test_export_never_destroys_a_file(db: str, tmp_path: Path) -> None:
+    store_bytes = Path(db).read_bytes()
+    assert "is the store itself" in fails("--db", db, "export", "-o", db)
+    assert Path(db).read_bytes() == store_bytes
+    # A failed export leaves the existing backup as it was.
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text('{"precious": 1}\n')
+    junk = tmp_path / "junk.redb"
+    junk.write_text("garbage " * 100)
+    fails("--db", str(junk), "export", "-o", str(backup))
+    assert backup.read_text() == '{"precious": 1}\n'
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".backup")] == []
+    # A successful one replaces it, private to the user like the store.
+    assert membolt("--db", db, "export", "-o", str(backup)).returncode == 0
+    assert len(backup.read_text().splitlines()) == 4
+    assert backup.stat().st_mode & 0o077 == 0
+
+
+def test_failed_export_to_stdout_prints_nothing(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.redb"
+    junk.write_text("garbage " * 100)
+    done = membolt("--db", str(junk), "export")
+    assert done.returncode == 1
+    assert done.stdout == ""
+
+
+def test_output_problems(db: str) -> None:
+    # A closed stdout is one error line; a reader that stops early is no error.
+    closed = subprocess.run(
+        f"{sys.executable} -m membolt.cli --db {db} list >&-",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert closed.returncode == 1
+    assert closed.stderr == "membolt: error: standard output is closed\n"
+    for i in range(3000):
+        MemoryStore(db).save(f"bulk:{i:05d}", "x")
+    piped = subprocess.run(
+        f"{sys.executable} -m membolt.cli --db {db} list | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert piped.stdout == "bulk:00000\n"
+    assert piped.stderr == ""
+
+
+def test_blank_search_query_is_one_error_line(db: str) -> None:
+    assert "the search query is empty" in fails("--db", db, "search", "   ")
+
+
+def test_import_errors_name_the_line(db: str, tmp_path: Path) -> None:
+    before = ok("--db", db, "export")
+    cases = {
+        b'{"key": "k", "value": "\xa9", "createdAt": 1}\n': "line 1: not UTF-8",
+        b"[" * 100_000 + b"\n": "line 1: not valid JSON",
+        b'{"key": "y", "value": "v", "createdAt": 1, "updatedAt": 9223372036854775807}\n': (
+            "line 1: updatedAt"
+        ),
+    }
+    for content, message in cases.items():
+        file = tmp_path / "in.jsonl"
+        file.write_bytes(content)
+        assert message in fails("--db", db, "import", str(file))
+    assert ok("--db", db, "export") == before
+
+
+def test_stats_shows_any_stored_stamp(tmp_path: Path) -> None:
+    # A stamp outside what a calendar shows (an old version could import one).
+    db = str(tmp_path / "s.redb")
+    line = '{"key": "far", "value": "v", "createdAt": 1, "updatedAt": 253402300799999}'
+    (tmp_path / "in.jsonl").write_text(line + "\n")
+    ok("--db", db, "import", str(tmp_path / "in.jsonl"))
+    assert "newest:  far (9999-12-31T23:59:59Z)" in ok("--db", db, "stats")
+    assert cli._iso(2**62) == f"{2**62} ms since 1970"
 
 
 def test_demo() -> None:

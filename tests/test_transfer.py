@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from membolt import MemoryStore
-from membolt.transfer import ImportFormatError, export, import_entries, parse
+from membolt import MemoryStore, StoreError
+from membolt.transfer import ImportFormatError, decoded_lines, export, import_entries, parse
 
 
 def exported(store: MemoryStore) -> list[str]:
@@ -61,11 +61,45 @@ def test_import_never_moves_the_clock_back(store: MemoryStore, tmp_path: Path) -
             'line 2: key "a" already',
         ),
         ('{"key": "k", "value": "v"}', "line 1: createdAt must be"),
+        # A stamp beyond year 9999 (here microseconds) would drag the clock.
+        ('{"key": "k", "value": "v", "createdAt": 1700000000000000}', "line 1: createdAt 17"),
+        ('{"key": "k", "value": "v", "createdAt": 9223372036854775807}', "years 1 to 9999"),
+        ('{"key": "k", "value": "v", "createdAt": "2024-01-01T00:00:00+99:99"}', "zone offset"),
+        ('{"key": "k", "value": "v", "createdAt": 1, "references": 0}', "references must be"),
+        ('{"key": "k", "value": "v", "createdAt": 1, "references": {}}', "references must be"),
+        ('{"key": "k\\ud800", "value": "v", "createdAt": 1}', "key holds a lone UTF-16"),
+        ('{"key": "k", "value": "\\udfff", "createdAt": 1}', "value holds a lone UTF-16"),
+        ('{"key": "k", "value": "v", "createdAt": ' + "9" * 5000 + "}", "line 1: not valid JSON"),
+        ("[" * 100_000, "line 1: not valid JSON (nested too deeply"),
+        ('\n\n{"format": "membolt-export", "schema": 99}', "line 3: written by a newer"),
     ],
 )
 def test_malformed_lines_are_reported_with_their_number(text: str, message: str) -> None:
     with pytest.raises(ImportFormatError, match=message.replace("(", r"\(")):
         parse(text.splitlines())
+
+
+def test_header_after_blank_lines_and_null_references() -> None:
+    lines = ["", '{"format": "membolt-export", "schema": 1}']
+    lines.append('{"key": "k", "value": "v", "createdAt": 1, "references": null}')
+    assert [e["references"] for e in parse(lines)] == [[]]
+
+
+def test_decoded_lines_name_the_line_that_is_not_utf8() -> None:
+    source = io.BytesIO(b'\xef\xbb\xbf{"key": "a"}\n{"key": "\xa9"}\n')
+    lines = decoded_lines(source)
+    assert next(lines) == '{"key": "a"}\n'  # the byte-order mark dropped
+    with pytest.raises(ImportFormatError, match="line 2: not UTF-8 text"):
+        next(lines)
+
+
+def test_export_reads_the_store_before_writing(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "s.redb")
+    store.close()
+    out = io.StringIO()
+    with pytest.raises(StoreError):
+        export(store, out)
+    assert out.getvalue() == ""  # not a header that looks like an empty export
 
 
 def test_a_malformed_file_writes_nothing(store: MemoryStore) -> None:

@@ -9,8 +9,10 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -29,8 +31,9 @@ class CommandError(Exception):
 
 
 def _store_location(args: argparse.Namespace) -> Path:
-    if getattr(args, "db", None):
-        return Path(args.db)
+    db = getattr(args, "db", None)
+    if db is not None:
+        return Path(db)
     return project_store_path(getattr(args, "cwd", None))
 
 
@@ -39,7 +42,12 @@ def open_store(args: argparse.Namespace) -> MemoryStore:
 
 
 def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A stamp as UTC date and time; one no calendar can show, as a number."""
+    try:
+        moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} ms since 1970"
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ----- subcommands ---------------------------------------------------------
@@ -69,6 +77,8 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> None:
+    if not args.query.strip():
+        raise CommandError("the search query is empty")
     text = tools.memory_search(open_store(args), {"query": args.query})
     print(text, end="" if text.endswith("\n") else "\n")
 
@@ -95,9 +105,27 @@ def cmd_export(args: argparse.Namespace) -> None:
     if args.output in (None, "-"):
         count = transfer.export(store, sys.stdout)
     else:
-        with open(args.output, "w", encoding="utf-8") as out:
-            count = transfer.export(store, out)
+        count = _export_to_file(store, Path(args.output))
     print(f"exported {count} entries", file=sys.stderr)
+
+
+def _export_to_file(store: MemoryStore, output: Path) -> int:
+    """Writes the export next to ``output`` and renames it into place, so a
+    failed export leaves an existing file (an older backup) as it was."""
+    store_path = Path(store.path)
+    for taken in (store_path, store_path.with_name(store_path.name + ".sync")):
+        if output.exists() and taken.exists() and output.samefile(taken):
+            raise CommandError(f"{output} is the store itself; export to another file")
+    directory = output.parent if str(output.parent) else Path(".")
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{output.name}.", suffix=".tmp")
+    try:
+        with open(handle, "w", encoding="utf-8") as out:
+            count = transfer.export(store, out)
+        os.replace(temporary, output)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return count
 
 
 def cmd_import(args: argparse.Namespace) -> None:
@@ -107,8 +135,8 @@ def cmd_import(args: argparse.Namespace) -> None:
         if show_progress:
             print(f"\rchecking: {lines:,} lines", end="", file=sys.stderr, flush=True)
 
-    with open(args.file, encoding="utf-8") as source:
-        entries = transfer.parse(source, progress)
+    with open(args.file, "rb") as source:
+        entries = transfer.parse(transfer.decoded_lines(source), progress)
     if show_progress:
         print(f"\rwriting {len(entries):,} entries ...", end="", file=sys.stderr, flush=True)
     written = transfer.import_entries(open_store(args), entries)
@@ -217,6 +245,34 @@ def cmd_demo(args: argparse.Namespace) -> None:
 # ----- parser --------------------------------------------------------------
 
 
+def _bounded_int(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{number} is not between {low} and {high}")
+        return number
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_TIMEOUT_SECONDS):
+        raise argparse.ArgumentTypeError(f"not between 0 and {MAX_TIMEOUT_SECONDS:g} seconds")
+    return seconds
+
+
+MAX_TIMEOUT_SECONDS = 86_400.0
+I64 = (-(2**63), 2**63 - 1)
+I32 = (-(2**31), 2**31 - 1)
+
+
 def _location_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     """--db/--cwd/--timeout, accepted before or after the subcommand."""
     default = None if top else argparse.SUPPRESS
@@ -230,8 +286,8 @@ def _location_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
-        default=5.0 if top else argparse.SUPPRESS,
+        type=_seconds,
+        default=_core.DEFAULT_TIMEOUT if top else argparse.SUPPRESS,
         help="seconds to wait for another process holding the store (default 5)",
     )
 
@@ -268,12 +324,18 @@ def build_parser() -> argparse.ArgumentParser:
     ).add_argument("file")
     query = command("query", cmd_query, "run a memory_query expression, print its JSON")
     query.add_argument("expression")
-    query.add_argument("--limit", type=int, default=50, help="rows shown (default 50, max 500)")
+    query.add_argument(
+        "--limit", type=_bounded_int(*I64), default=50, help="rows shown (default 50, max 500)"
+    )
     command("doctor", cmd_doctor, "read-only integrity check of the store file")
     render = command("render", cmd_render, "print the <memory> block a model would see")
     render.add_argument("--focus", default="", help="the current user prompt (default: none)")
-    render.add_argument("--max-tokens", type=int, default=500, help="budget (default 500)")
-    render.add_argument("--now-ms", type=int, default=None, help="pin the clock (Unix ms)")
+    render.add_argument(
+        "--max-tokens", type=_bounded_int(*I32), default=500, help="budget (default 500)"
+    )
+    render.add_argument(
+        "--now-ms", type=_bounded_int(*I64), default=None, help="pin the clock (Unix ms)"
+    )
     graph = command("graph", cmd_graph, "the causal graph: every entry, or one key's lineage")
     graph.add_argument("key", nargs="?", help="show only this key's ancestors and descendants")
     graph.add_argument("--format", choices=("text", "dot", "mermaid"), default="text")
@@ -281,20 +343,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_location(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--db and --cwd may each come before or after the command, not both."""
+    db, cwd = getattr(args, "db", None), getattr(args, "cwd", None)
+    if db is not None and cwd is not None:
+        parser.error("--db and --cwd choose the store two ways; give one")
+    if db is not None and not db.strip():
+        parser.error("--db needs a file path")
+    if cwd is not None and not cwd.strip():
+        parser.error("--cwd needs a directory")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _check_location(parser, args)
+    if sys.stdout is None:
+        print("membolt: error: standard output is closed", file=sys.stderr)
+        return EXIT_ERROR
     try:
         args.handler(args)
-    except (CommandError, MemboltError, ValueError, TypeError, KeyError, OSError) as error:
+    except BrokenPipeError:
+        # Output piped into `head`: not an error worth a traceback. (Before
+        # OSError, its parent.)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (
+        CommandError,
+        MemboltError,
+        tools.ToolError,
+        ValueError,
+        TypeError,
+        KeyError,
+        OSError,
+        OverflowError,
+    ) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"membolt: error: {message}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        # Output piped into `head`: not an error worth a traceback.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

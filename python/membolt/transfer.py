@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
-from typing import Any, Final, TextIO
+from typing import Any, BinaryIO, Final, TextIO
 
 from . import _core
 from .classify import classify
@@ -42,9 +42,14 @@ class ImportFormatError(MemboltError, ValueError):
 
 
 def export_lines(store: MemoryStore) -> Iterator[str]:
-    """The export, line by line (without newlines), entries sorted by key."""
+    """The export, line by line (without newlines), entries sorted by key.
+
+    The store is read before the first line is produced, so that a store
+    that cannot be read yields nothing (not a header that looks like the
+    export of an empty store)."""
+    entries = store.entries()
     yield json.dumps({"format": EXPORT_FORMAT, "schema": _core.SCHEMA_VERSION})
-    for entry in store.entries():
+    for entry in entries:
         yield json.dumps(entry.to_dict(), ensure_ascii=False)
 
 
@@ -56,12 +61,26 @@ def export(store: MemoryStore, out: TextIO) -> int:
     return count
 
 
+def decoded_lines(source: BinaryIO) -> Iterator[str]:
+    """The lines of a UTF-8 file (a leading byte-order mark dropped); a line
+    that is not UTF-8 is an ImportFormatError naming it."""
+    for number, raw in enumerate(source, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ImportFormatError(
+                number, f"not UTF-8 text (byte {error.start + 1} of the line)"
+            ) from None
+        yield line.removeprefix("\ufeff") if number == 1 else line
+
+
 def parse(
     lines: Iterable[str], progress: Callable[[int], None] | None = None
 ) -> list[dict[str, Any]]:
     """Check every line and return the entries; raises ImportFormatError."""
     entries: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
+    first_record = True
     for number, line in enumerate(lines, start=1):
         if progress is not None and number % 10_000 == 0:
             progress(number)
@@ -71,10 +90,16 @@ def parse(
             record = json.loads(line)
         except json.JSONDecodeError as error:
             raise ImportFormatError(number, f"not valid JSON ({error.msg})") from None
+        except RecursionError:
+            raise ImportFormatError(number, "not valid JSON (nested too deeply)") from None
+        except ValueError as error:  # e.g. an integer of thousands of digits
+            raise ImportFormatError(number, f"not valid JSON ({error})") from None
         if not isinstance(record, dict):
             raise ImportFormatError(number, "not a JSON object")
-        if number == 1 and "format" in record and "key" not in record:
-            _check_header(record)
+        is_header = first_record and "format" in record and "key" not in record
+        first_record = False
+        if is_header:
+            _check_header(record, number)
             continue
         entry = _entry(record, number)
         if entry["key"] in seen:
@@ -91,15 +116,15 @@ def import_entries(store: MemoryStore, entries: list[dict[str, Any]]) -> int:
     return store._put_exact(entries)
 
 
-def _check_header(header: dict[str, Any]) -> None:
+def _check_header(header: dict[str, Any], line: int) -> None:
     if header.get("format") != EXPORT_FORMAT:
-        raise ImportFormatError(1, f"unknown format {header.get('format')!r}")
+        raise ImportFormatError(line, f"unknown format {header.get('format')!r}")
     schema = header.get("schema")
     if not isinstance(schema, int) or isinstance(schema, bool):
-        raise ImportFormatError(1, "the header has no schema version")
+        raise ImportFormatError(line, "the header has no schema version")
     if schema > _core.SCHEMA_VERSION:
         raise ImportFormatError(
-            1,
+            line,
             f"written by a newer membolt (schema {schema}; this version reads up to "
             f"{_core.SCHEMA_VERSION})",
         )
@@ -110,7 +135,7 @@ def _entry(record: dict[str, Any], line: int) -> dict[str, Any]:
     key = record.get("key")
     if not isinstance(key, str) or not key:
         raise ImportFormatError(line, "key must be a non-empty string")
-    if len(key.encode()) > _core.MAX_KEY_BYTES:
+    if len(key.encode("utf-8", "surrogatepass")) > _core.MAX_KEY_BYTES:
         raise ImportFormatError(line, f"key is longer than {_core.MAX_KEY_BYTES} bytes")
     value = record.get("value")
     if not isinstance(value, str):
@@ -120,11 +145,19 @@ def _entry(record: dict[str, Any], line: int) -> dict[str, Any]:
     for name, text in (("type", entry_type), ("namespace", namespace)):
         if not isinstance(text, str):
             raise ImportFormatError(line, f"{name} must be a string")
-    references = record.get("references") or []
+    references = record.get("references")
+    if references is None:  # absent, or null in the seed format
+        references = []
     if not isinstance(references, list) or not all(
-        isinstance(r, str) and r and len(r.encode()) <= _core.MAX_KEY_BYTES for r in references
+        isinstance(r, str) and r and len(r.encode("utf-8", "surrogatepass")) <= _core.MAX_KEY_BYTES
+        for r in references
     ):
         raise ImportFormatError(line, "references must be a list of keys")
+    for name, text in (("key", key), ("value", value), ("type", entry_type)):
+        _check_unicode(text, name, line)
+    _check_unicode(namespace, "namespace", line)
+    for reference in references:
+        _check_unicode(reference, "references", line)
     created = _timestamp(record.get("createdAt"), "createdAt", line)
     updated = _timestamp(record.get("updatedAt", created), "updatedAt", line)
     return {
@@ -139,18 +172,31 @@ def _entry(record: dict[str, Any], line: int) -> dict[str, Any]:
     }
 
 
+def _check_unicode(text: str, name: str, line: int) -> None:
+    """JSON's \\ud800 escapes give lone surrogates, which no store can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ImportFormatError(line, f"{name} holds a lone UTF-16 surrogate") from None
+
+
 _RFC3339: Final = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})"
 )
-_MIN_MS: Final = -(2**63)
-_MAX_MS: Final = 2**63 - 1
+# Years 1 to 9999, the range every date library can show. Beyond it a stamp
+# is a mistake (microseconds or nanoseconds taken for milliseconds), and it
+# would drag the store's clock (§1.3: stamps never go back) along with it.
+_MIN_MS: Final = -62_135_596_800_000
+_MAX_MS: Final = 253_402_300_799_999
 
 
 def _timestamp(value: object, name: str, line: int) -> int:
     """Unix milliseconds from an integer or RFC 3339 text."""
     if isinstance(value, int) and not isinstance(value, bool):
         if not _MIN_MS <= value <= _MAX_MS:
-            raise ImportFormatError(line, f"{name} is out of range")
+            raise ImportFormatError(
+                line, f"{name} {value} is not Unix milliseconds of the years 1 to 9999"
+            )
         return value
     if isinstance(value, str):
         match = _RFC3339.fullmatch(value.strip())
@@ -166,9 +212,12 @@ def _timestamp(value: object, name: str, line: int) -> int:
             raise ImportFormatError(line, f"{name} is not a valid date: {value!r}") from None
         offset = 0
         if zone not in ("Z", "z"):
+            hours, minutes = int(zone[1:3]), int(zone[4:6])
+            if hours > 23 or minutes > 59:
+                raise ImportFormatError(line, f"{name} has an invalid zone offset: {value!r}")
             sign = -1 if zone[0] == "-" else 1
-            offset = sign * (int(zone[1:3]) * 60 + int(zone[4:6])) * 60_000
+            offset = sign * (hours * 60 + minutes) * 60_000
         # Go writes nanoseconds; milliseconds are what an entry keeps.
         millis = int((fraction or "0")[:3].ljust(3, "0"))
-        return int(moment.timestamp()) * 1000 + millis - offset
+        return _timestamp(int(moment.timestamp()) * 1000 + millis - offset, name, line)
     raise ImportFormatError(line, f"{name} must be Unix milliseconds or RFC 3339 text")
