@@ -3,13 +3,20 @@
 //! It opens the file read-only (never writing, never repairing), reads every
 //! record, and reports what it finds: damage (records that do not decode,
 //! broken invariants) as problems, odd but legal states (references to
-//! deleted keys) as notes.
+//! deleted keys) as notes. A file that was not closed cleanly can only be
+//! read after redb's crash recovery, which writes: that runs on a private
+//! copy, so the verdict covers it too and the file itself stays untouched.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::fs::{self, File, TryLockError};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableHandle};
+use redb::{
+    Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase, ReadableTable, StorageError,
+    TableHandle,
+};
 
 use crate::entry::Entry;
 use crate::error::{Result, StoreError};
@@ -55,32 +62,22 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
         return Ok(report);
     }
     let started = Instant::now();
+    let deadline = started + timeout;
     let mut sync = SyncFile::new(path);
-    let opened = lease::open_with_retry(path, started + timeout, started, &mut sync, || {
-        ReadOnlyDatabase::open(path)
-    })?;
-    let db = match opened {
-        Ok(db) => db,
-        Err(redb::DatabaseError::RepairAborted) => {
-            report.notes.push(
-                "the file was not closed cleanly (a process was killed); it was not read, \
-                 because checking it needs the crash recovery that the next write runs"
-                    .into(),
-            );
-            return Ok(report);
+    let opened = catch_unwind(AssertUnwindSafe(|| {
+        lease::open_with_retry(path, deadline, started, &mut sync, || {
+            ReadOnlyDatabase::open(path)
+        })
+    }))
+    .unwrap_or_else(|_| Err(engine_failure(path)))?;
+    match opened {
+        Ok(db) => catch_unwind(AssertUnwindSafe(|| read_everything(&db, path, &mut report)))
+            .unwrap_or_else(|_| Err(engine_failure(path)))?,
+        Err(DatabaseError::RepairAborted) => {
+            check_recovered_copy(path, (started, deadline), &mut sync, &mut report)?;
         }
         Err(other) => return Err(lease::map_database_error(path, other)),
-    };
-    // A panic inside redb means damage it did not report as an error.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        read_everything(&db, path, &mut report)
-    }))
-    .unwrap_or_else(|_| {
-        Err(StoreError::corrupt(
-            path,
-            "the database engine failed while reading the file",
-        ))
-    })?;
+    }
     if sync.position().is_none() {
         report
             .notes
@@ -89,7 +86,79 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
     Ok(report)
 }
 
-fn read_everything(db: &ReadOnlyDatabase, path: &Path, report: &mut Report) -> Result<()> {
+/// Runs redb's crash recovery on a private copy of `path` and reads the
+/// result. The copy is taken under a shared lock of the file, which a writer
+/// (holding it exclusively while open) excludes, so it is one consistent
+/// state; it is deleted afterwards.
+fn check_recovered_copy(
+    path: &Path,
+    (started, deadline): (Instant, Instant),
+    sync: &mut SyncFile,
+    report: &mut Report,
+) -> Result<()> {
+    let source = lease::open_with_retry(path, deadline, started, sync, || {
+        let file = File::open(path).map_err(StorageError::from)?;
+        match file.try_lock_shared() {
+            Ok(()) => Ok(file),
+            Err(TryLockError::WouldBlock) => Err(DatabaseError::DatabaseAlreadyOpen),
+            Err(TryLockError::Error(error)) => Err(StorageError::from(error).into()),
+        }
+    })?
+    .map_err(|error| lease::map_database_error(path, error))?;
+    let copy = TemporaryCopy::of(path)?;
+    drop(source); // releases the lock
+    let recovered = catch_unwind(AssertUnwindSafe(|| Database::open(&copy.0)));
+    match recovered {
+        Ok(Ok(db)) => {
+            report.notes.push(
+                "the file was not closed cleanly (a process was killed); the crash recovery \
+                 that the next write runs succeeds (checked on a copy)"
+                    .into(),
+            );
+            catch_unwind(AssertUnwindSafe(|| read_everything(&db, path, report)))
+                .unwrap_or_else(|_| Err(engine_failure(path)))
+        }
+        Ok(Err(error)) => Err(StoreError::corrupt(
+            path,
+            format!("crash recovery fails: {error}"),
+        )),
+        Err(_) => Err(StoreError::corrupt(
+            path,
+            "crash recovery fails: the database engine failed",
+        )),
+    }
+}
+
+/// A panic inside redb means damage it did not report as an error.
+fn engine_failure(path: &Path) -> StoreError {
+    StoreError::corrupt(path, "the database engine failed while reading the file")
+}
+
+/// A copy of a store file in the temporary directory, deleted when dropped.
+struct TemporaryCopy(PathBuf);
+
+impl TemporaryCopy {
+    fn of(path: &Path) -> Result<TemporaryCopy> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let copy = std::env::temp_dir().join(format!(
+            "membolt-doctor-{}-{nanos}.redb",
+            std::process::id()
+        ));
+        let copy = TemporaryCopy(copy);
+        fs::copy(path, &copy.0).map_err(|e| StoreError::io(&copy.0, e))?;
+        Ok(copy)
+    }
+}
+
+impl Drop for TemporaryCopy {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+fn read_everything(db: &impl ReadableDatabase, path: &Path, report: &mut Report) -> Result<()> {
     let storage = |e: &dyn std::fmt::Display| StoreError::corrupt(path, e.to_string());
     let rtx = db.begin_read().map_err(|e| storage(&e))?;
     store::check_meta(&rtx, path)?;

@@ -385,6 +385,20 @@ fn save_request(
 
 /// §1.4's busy timeout in seconds, the default of every `timeout` argument.
 const DEFAULT_TIMEOUT_SECONDS: f64 = store::DEFAULT_BUSY_TIMEOUT.as_secs_f64();
+/// The longest accepted timeout (about 31 years): a deadline past it could
+/// overflow the clock.
+const MAX_TIMEOUT_SECONDS: f64 = 1e9;
+
+/// A `timeout` argument as a duration, or a `ValueError` naming the range.
+fn busy_timeout(seconds: f64) -> PyResult<Duration> {
+    if seconds.is_finite() && (0.0..=MAX_TIMEOUT_SECONDS).contains(&seconds) {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(PyValueError::new_err(format!(
+            "timeout must be a number of seconds from 0 to {MAX_TIMEOUT_SECONDS:e}, not {seconds}"
+        )))
+    }
+}
 
 #[pymethods]
 impl PyStore {
@@ -392,13 +406,7 @@ impl PyStore {
     #[pyo3(signature = (path, *, timeout = DEFAULT_TIMEOUT_SECONDS))]
     #[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
     fn new(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Self> {
-        if !(timeout.is_finite() && timeout >= 0.0) {
-            return Err(PyValueError::new_err(
-                "timeout must be a number of seconds >= 0",
-            ));
-        }
-        let inner =
-            Store::open(&path, Duration::from_secs_f64(timeout)).map_err(|e| to_py_err(py, e))?;
+        let inner = Store::open(&path, busy_timeout(timeout)?).map_err(|e| to_py_err(py, e))?;
         Ok(PyStore { inner })
     }
 
@@ -791,7 +799,7 @@ fn flatten_plain(text: &str) -> String {
 #[pyo3(signature = (path, timeout = DEFAULT_TIMEOUT_SECONDS))]
 #[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
 fn _inspect(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Bound<'_, PyDict>> {
-    let timeout = Duration::from_secs_f64(timeout.max(0.0));
+    let timeout = busy_timeout(timeout)?;
     let report = py
         .detach(|| crate::doctor::inspect(&path, timeout))
         .map_err(|e| to_py_err(py, e))?;

@@ -1306,7 +1306,7 @@ fn load_all(
             let mut chunk = Vec::with_capacity(LOAD_CHUNK_BYTES + 4096);
             let mut number = 0;
             let mut flush = |chunk: &mut Vec<u8>, number: &mut usize| {
-                if *number % 2 == 0 {
+                if (*number).is_multiple_of(2) {
                     let next = recycled
                         .try_recv()
                         .unwrap_or_else(|_| Vec::with_capacity(LOAD_CHUNK_BYTES + 4096));
@@ -1431,7 +1431,7 @@ mod tests {
             key: format!("key:{i:06}").into(),
             value: format!("Value {i} with some words").into(),
             kind: ["note", "result", "progress"][i % 3].into(),
-            namespace: if i % 5 == 0 { "ns" } else { "" }.into(),
+            namespace: if i.is_multiple_of(5) { "ns" } else { "" }.into(),
             references: (i > 0)
                 .then(|| Arc::from(format!("key:{:06}", i - 1)))
                 .into_iter()

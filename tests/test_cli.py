@@ -227,8 +227,9 @@ def test_output_problems(db: str) -> None:
     )
     assert closed.returncode == 1
     assert closed.stderr == "membolt: error: standard output is closed\n"
-    for i in range(3000):
-        MemoryStore(db).save(f"bulk:{i:05d}", "x")
+    bulk = MemoryStore(db)
+    bulk.save_many([(f"bulk:{i:05d}", "x") for i in range(3000)], caps=False)
+    bulk.close()
     piped = subprocess.run(
         f"{sys.executable} -m membolt.cli --db {db} list | head -1",
         shell=True,

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -49,3 +54,72 @@ def test_empty_file(tmp_path: Path) -> None:
     report = membolt._core._inspect(empty)
     assert report["entries"] == 0
     assert report["problem_count"] == 0
+
+
+KILLED_WRITER = """
+import os, signal, sys
+import membolt
+store = membolt.MemoryStore(sys.argv[1])
+with store.hold():
+    store.save_many([(f"k{i}", "value " * 20) for i in range(int(sys.argv[2]))], caps=False)
+    os.kill(os.getpid(), signal.SIGKILL)  # the file is still open: not closed cleanly
+"""
+
+
+def killed_writer_store(path: Path, entries: int) -> Path:
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER, str(path), str(entries)], check=False, timeout=120
+    )
+    assert done.returncode == -signal.SIGKILL
+    return path
+
+
+def doctor_copies() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("membolt-doctor-*")}
+
+
+def test_a_file_left_by_a_killed_writer_is_checked_on_a_copy(tmp_path: Path) -> None:
+    path = killed_writer_store(tmp_path / "killed.redb", 300)
+    before, copies = path.read_bytes(), doctor_copies()
+    report = membolt._core._inspect(path)
+    assert report["entries"] == 300
+    assert report["problem_count"] == 0
+    assert any("not closed cleanly" in n and "succeeds" in n for n in report["notes"])
+    assert path.read_bytes() == before  # the recovery ran on the copy
+    assert doctor_copies() == copies  # which is gone
+
+
+def test_a_truncated_file_is_a_problem(tmp_path: Path) -> None:
+    path = killed_writer_store(tmp_path / "killed.redb", 2000)
+    truncated = tmp_path / "truncated.redb"
+    truncated.write_bytes(path.read_bytes()[:20_000])
+    with pytest.raises(membolt.CorruptStoreError, match=r"truncated\.redb"):
+        membolt._core._inspect(truncated)
+    clean = tmp_path / "clean.redb"
+    store = MemoryStore(clean)
+    store.save_many([(f"k{i}", "value " * 20) for i in range(2000)], caps=False)
+    store.close()
+    membolt._core._release_all()
+    cut = tmp_path / "cut.redb"
+    cut.write_bytes(clean.read_bytes()[:20_000])
+    with pytest.raises(membolt.CorruptStoreError, match=r"cut\.redb"):
+        membolt._core._inspect(cut)
+
+
+def test_flipped_bits_never_escape_as_a_panic(tmp_path: Path) -> None:
+    clean = tmp_path / "clean.redb"
+    store = MemoryStore(clean)
+    store.save_many([(f"k{i}", "hello " * 20) for i in range(500)], caps=False)
+    store.close()
+    membolt._core._release_all()
+    original = clean.read_bytes()
+    for offset in range(0, min(len(original), 64 * 1024), 509):
+        damaged = bytearray(original)
+        damaged[offset] ^= 0x01
+        path = tmp_path / "flipped.redb"
+        path.write_bytes(bytes(damaged))
+        # A report when the flip is in unused space, else a MemboltError; a
+        # PanicException (a BaseException) would fail the test.
+        with contextlib.suppress(membolt.MemboltError):
+            membolt._core._inspect(path)
+        assert path.read_bytes() == bytes(damaged)

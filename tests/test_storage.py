@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import stat
 from pathlib import Path
 
@@ -242,8 +243,9 @@ class TestBadInput:
     def test_bad_path(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="directory"):
             MemoryStore(tmp_path)
-        with pytest.raises(ValueError, match="timeout"):
-            MemoryStore(tmp_path / "m.redb", timeout=-1)
+        for timeout in (-1, math.nan, math.inf, 1e300):
+            with pytest.raises(ValueError, match="timeout must be a number of seconds"):
+                MemoryStore(tmp_path / "m.redb", timeout=timeout)
 
 
 class TestForeignAndCorruptFiles:

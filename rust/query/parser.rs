@@ -690,10 +690,10 @@ impl<'a> Parser<'a> {
         let func = func
             .check_arity(args.len())
             .map_err(|message| QueryError::compile(message, name.pos))?;
-        if func == Builtin::SortBy {
-            if let Some(key) = args.get_mut(1) {
-                field_name_predicate(key, slot);
-            }
+        if func == Builtin::SortBy
+            && let Some(key) = args.get_mut(1)
+        {
+            field_name_predicate(key, slot);
         }
         node(ExprKind::Call { func, args, slot }, name.pos)
     }
