@@ -123,6 +123,39 @@ class TestAfterTool:
         assert memory.after_tool("bash_exec", "{}", "   \n ") == 1
         assert "tool:bash_exec:output" in memory.store
 
+    def test_text_that_is_not_utf8_is_stored_cleaned(self, memory: AgentMemory) -> None:
+        # os.fsdecode of a non-UTF-8 file name gives a lone surrogate.
+        name = b"r\xff.txt".decode("utf-8", "surrogateescape")
+        assert memory.after_tool("bash_exec", {"cmd": "ls"}, f"{name}\n[MEMORY: f] {name}") > 0
+        assert memory.store.get("f").value == "r\ufffd.txt"  # type: ignore[union-attr]
+        assert memory.after_turn(f"look at {name}", f"Fixed the {name} listing") > 0
+        # One odd call must not break every later query.
+        memory.call_tool("memory_search", '{"query": "\ud800"}')
+        assert memory.query("len(tool_calls)") == 2
+        assert memory.tool_calls[0]["result"].startswith("r\ufffd.txt")
+
+    def test_hooks_and_the_log_survive_any_object(self, memory: AgentMemory) -> None:
+        class Hostile:
+            def __str__(self) -> str:
+                raise RuntimeError("no text")
+
+        deep: list[object] = []
+        cursor = deep
+        for _ in range(5000):
+            cursor.append([])
+            cursor = cursor[0]  # type: ignore[assignment]
+        assert memory.after_tool(Hostile(), deep, Hostile()) == 0  # type: ignore[arg-type]
+        out = memory.call_tool("memory_save", {"key": "k", "value": "v", "extra": deep})
+        assert out.startswith("Saved")
+        assert [c["args"] for c in memory.tool_calls] == [
+            "<list that is not JSON>",
+            "<dict that is not JSON>",
+        ]
+        assert memory.tool_calls[0]["name"] == "<Hostile>"
+        assert memory.after_turn(Hostile(), None) >= 0  # type: ignore[arg-type]
+        assert memory.save_thinking(Hostile()) >= 0  # type: ignore[arg-type]
+        assert memory.auto_capture(Hostile()) == 0  # type: ignore[arg-type]
+
     def test_memory_tool_reported_twice_is_logged_once(self, memory: AgentMemory) -> None:
         out = memory.call_tool("memory_save", {"key": "k", "value": "v"})
         memory.after_tool("memory_save", {"key": "k", "value": "v"}, out)

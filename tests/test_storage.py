@@ -189,6 +189,39 @@ class TestWrites:
             b.link("a", "missing")
         assert store.keys() == ["keep"]
 
+    def test_nested_batch_joins_the_outer_one(self, store: MemoryStore) -> None:
+        with pytest.raises(RuntimeError), store.batch():
+            with store.batch() as inner:
+                inner.save("n2", "1")
+            assert "n2" not in store  # not written yet: it joined the outer batch
+            raise RuntimeError("boom")
+        assert "n2" not in store
+        with store.batch() as outer:
+            outer.save("a", "1")
+            with store.batch() as inner:
+                inner.save("b", "2")
+                inner.link("b", "a")
+        assert store.get("b").references == ("a",)  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize(
+        ("items", "then", "error", "message"),
+        [
+            (["ab"], (), membolt.ArgumentTypeError, "save_many item must be a tuple, not str"),
+            ([{"key": "k", "value": "v"}], (), membolt.ArgumentTypeError, "not dict"),
+            ([("a",)], (), ValueError, "must have 2 to 4 fields, not 1"),
+            ([("a", "1", None, None, "x")], (), ValueError, "must have 2 to 4 fields, not 5"),
+            ([("a", "1")], ["cd"], membolt.ArgumentTypeError, "then item must be a tuple"),
+            ([("a", "1")], [("c", "d", "e")], ValueError, "then item must have 2 fields"),
+            ([1], (), membolt.ArgumentTypeError, "not int"),
+        ],
+    )
+    def test_save_many_refuses_malformed_items(
+        self, store: MemoryStore, items: list[object], then: object, error: type, message: str
+    ) -> None:
+        with pytest.raises(error, match=message):
+            store.save_many(items, then=then)  # type: ignore[arg-type]
+        assert len(store) == 0
+
     def test_closed_store_raises(self, store_path: Path) -> None:
         store = MemoryStore(store_path)
         store.save("k", "v")

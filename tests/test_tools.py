@@ -195,6 +195,16 @@ class TestDispatcher:
         assert len(message.encode()) == 503
         assert message.endswith("...")
 
+    @pytest.mark.parametrize("name", ["\ud800", 5, None, b"memory_save"])
+    def test_any_tool_name_gets_an_error_text(self, memory: AgentMemory, name: object) -> None:
+        assert "unknown memory tool" in error_of(memory.call_tool(name, {}))  # type: ignore[arg-type]
+
+    def test_non_finite_query_results_are_json(self, memory: AgentMemory) -> None:
+        assert memory.call_tool("memory_query", {"query": "0/0"}) == "null"
+        memory.tasks = [{"id": 1, "a": float("inf")}]
+        rows = json.loads(memory.call_tool("memory_query", {"query": "tasks"}))["rows"]
+        assert rows == [{"a": None, "id": 1}]
+
     @pytest.mark.parametrize("tool", ["memory_save", "memory_query"])
     def test_deeply_nested_json_is_an_error(self, memory: AgentMemory, tool: str) -> None:
         assert "nested too deeply" in error_of(memory.call_tool(tool, "[" * 100_000))

@@ -34,6 +34,7 @@ from .extract import (
     extract_turn,
     turn_record,
 )
+from .sanitize import clean_text
 from .store import MemoryStore
 
 TOOL_LOG_SIZE: Final = 200
@@ -107,8 +108,9 @@ class AgentMemory:
         many were saved (``turn:last`` is saved too, and not counted)."""
 
         def run() -> int:
-            facts = extract_turn(user_input, response, self.config)
-            record = turn_record(user_input, response, self._clock())
+            turn_input, turn_response = clean_text(user_input), clean_text(response)
+            facts = extract_turn(turn_input, turn_response, self.config)
+            record = turn_record(turn_input, turn_response, self._clock())
             # One transaction: the batch, then the turn record as a plain save.
             return self._save_facts(facts, then=[(record.key, record.value)])
 
@@ -120,21 +122,25 @@ class AgentMemory:
         self._log_tool_call(name, arguments, result)
         return self._guarded(
             "after_tool",
-            lambda: self._save_facts(extract_tool_result(str(name), str(result), self.config)),
+            lambda: self._save_facts(
+                extract_tool_result(clean_text(name), clean_text(result), self.config)
+            ),
         )
 
     def save_thinking(self, text: str) -> int:
         """Keep the model's reasoning for this round (§6.9); 1, or 0 if empty."""
         return self._guarded(
             "save_thinking",
-            lambda: self._save_facts(extract_thinking(text, self._clock(), self.config)),
+            lambda: self._save_facts(
+                extract_thinking(clean_text(text), self._clock(), self.config)
+            ),
         )
 
     def auto_capture(self, summary: str) -> int:
         """Capture a compaction summary (§7); returns the entries written."""
 
         def run() -> int:
-            facts = parse_summary(summary)
+            facts = parse_summary(clean_text(summary))
             if not facts:
                 return 0
             checkpoint, bullets = facts[0], facts[1:]
@@ -252,10 +258,11 @@ class AgentMemory:
     def _log_tool_call(
         self, name: object, arguments: object, result: object, *, from_call_tool: bool = False
     ) -> None:
+        # Cleaned, so that one odd call cannot break every later query.
         call = {
-            "name": str(name),
+            "name": clean_text(name),
             "args": _arguments_text(arguments),
-            "result": result if isinstance(result, str) else str(result),
+            "result": clean_text(result),
             "timestamp": self._clock(),
         }
         with self._lock:
@@ -271,12 +278,12 @@ class AgentMemory:
 def _arguments_text(arguments: object) -> str:
     """``args`` of a logged call: as given when text, else its JSON."""
     if isinstance(arguments, str):
-        return arguments
+        return clean_text(arguments)
     try:
         # BEHAVIOUR §9.2: json.dumps of it (non-JSON values as their str).
-        return json.dumps(arguments, default=str)
-    except (TypeError, ValueError):
-        return repr(arguments)
+        return clean_text(json.dumps(arguments, default=str))
+    except Exception:  # too deeply nested, a failing __str__, ...
+        return f"<{type(arguments).__name__} that is not JSON>"
 
 
 def _same_call(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

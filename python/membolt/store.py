@@ -19,6 +19,7 @@ from typing import Any
 from . import _core
 from ._core import Entry
 from .classify import DEFAULT_TYPE, classify, parent_type
+from .errors import ArgumentTypeError
 
 STORE_FILE_NAME = "memory.redb"
 DEFAULT_TIMEOUT = _core.DEFAULT_TIMEOUT
@@ -73,6 +74,17 @@ def _save_args(
     inferred = classify(key) if isinstance(key, str) else DEFAULT_TYPE
     new_type = type if isinstance(type, str) else inferred
     return (key, value, type, inferred, namespace, references, parent_type(new_type))
+
+
+def _fields(item: object, least: int, most: int, what: str) -> tuple[Any, ...]:
+    """The fields of one tuple of ``save_many``; a string (which would unpack
+    into characters) or a mapping is refused rather than misread."""
+    if not isinstance(item, tuple | list):
+        raise ArgumentTypeError(f"{what} must be a tuple, not {type(item).__name__}")
+    if not least <= len(item) <= most:
+        count = f"{least}" if least == most else f"{least} to {most}"
+        raise ValueError(f"{what} must have {count} fields, not {len(item)}")
+    return tuple(item)
 
 
 class MemoryStore(_core.Store):
@@ -131,11 +143,13 @@ class MemoryStore(_core.Store):
         """
         rows = []
         for item in items:
-            key, value, explicit, references = (*item, None, None)[:4]
+            fields = (*_fields(item, 2, 4, "save_many item"), None, None)
+            key, value, explicit, references = fields[:4]
             _, _, _, inferred, _, _, parent = _save_args(key, value, explicit, None, None)
             rows.append((key, value, explicit, inferred, parent, references))
         plain = []
-        for key, value in then:
+        for pair in then:
+            key, value = _fields(pair, 2, 2, "then item")
             _, _, _, inferred, _, _, parent = _save_args(key, value, None, None, None)
             plain.append((key, value, None, inferred, parent, None))
         return self._save_many(rows, caps, plain)
@@ -147,7 +161,9 @@ class MemoryStore(_core.Store):
                 b.save("k", "v")
                 b.delete("old")
 
-        Nothing is written if the block raises.
+        Nothing is written if the block raises. A batch opened inside another
+        batch of the same store (in the same thread) joins the outer one: its
+        operations are written with the outer batch's, or not at all.
         """
         return Batch(self)
 
@@ -203,6 +219,7 @@ class Batch:
         self._ops.append(("unlink", key, parent))
 
     def __enter__(self) -> Batch:
+        _open_batches().append(self)
         return self
 
     def __exit__(
@@ -211,9 +228,29 @@ class Batch:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc_type is None and self._ops:
-            self.results = self._store._apply_batch(self._ops)
-        self._ops = []
+        stack = _open_batches()
+        stack.remove(self)
+        ops, self._ops = self._ops, []
+        if exc_type is not None or not ops:
+            return
+        # A batch inside another batch of the same store (in this thread)
+        # joins it: its operations commit with the outer ones, or not at all.
+        enclosing = next((b for b in reversed(stack) if b._store is self._store), None)
+        if enclosing is not None:
+            enclosing._ops.extend(ops)
+        else:
+            self.results = self._store._apply_batch(ops)
+
+
+_batches = threading.local()
+
+
+def _open_batches() -> list[Batch]:
+    """The batches open in this thread, innermost last."""
+    stack: list[Batch] | None = getattr(_batches, "stack", None)
+    if stack is None:
+        stack = _batches.stack = []
+    return stack
 
 
 _stores: dict[str, MemoryStore] = {}

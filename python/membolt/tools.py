@@ -16,6 +16,7 @@ from typing import Any, Final, Literal
 
 from . import _core
 from .errors import MemboltError
+from .sanitize import clean_text
 from .store import MemoryStore
 
 SchemaFormat = Literal["openai", "anthropic", "mcp"]
@@ -236,17 +237,36 @@ def query_limit(limit: object) -> int:
     """
     if isinstance(limit, bool) or not isinstance(limit, int | float):
         return QUERY_LIMIT
-    if math.isnan(limit) or limit == -math.inf:
-        return QUERY_LIMIT
+    if isinstance(limit, float):
+        if math.isnan(limit) or limit == -math.inf:
+            return QUERY_LIMIT
+        if limit >= QUERY_MAX_LIMIT:
+            return QUERY_MAX_LIMIT
+        limit = int(limit)
+    # An int of any size compares without overflow.
     if limit >= QUERY_MAX_LIMIT:
         return QUERY_MAX_LIMIT
-    rows = int(limit)
-    return rows if rows > 0 else QUERY_LIMIT
+    return limit if limit > 0 else QUERY_LIMIT
 
 
 def query_text(result: object) -> str:
-    """A query result as the tool prints it: JSON with sorted keys."""
-    return json.dumps(result, sort_keys=True, ensure_ascii=False)
+    """A query result as the tool prints it: JSON with sorted keys. JSON has
+    no NaN or infinity; such a number (``0/0``) is printed as ``null``."""
+    try:
+        return json.dumps(result, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(result), sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+def _finite(value: object) -> object:
+    """``value`` with every NaN and infinity replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
 
 
 def canonical_name(name: object) -> str | None:
@@ -266,7 +286,9 @@ def run_tool(
     """Execute one tool call; never raises for bad input or a store failure."""
     tool = canonical_name(name)
     if tool is None:
-        return error_text(f"{name}: unknown memory tool; expected one of {', '.join(TOOL_NAMES)}")
+        return error_text(
+            f"{clean_text(name)}: unknown memory tool; expected one of {', '.join(TOOL_NAMES)}"
+        )
     try:
         parsed = parse_arguments(tool, arguments)
         if tool == "memory_query":
