@@ -22,10 +22,10 @@ use crate::graph::{ancestry_chain, parents_first};
 use crate::mirror::Mirror;
 use crate::render_index::RenderIndex;
 use crate::text::{
-    MIN_DUPLICATE_BYTES, escape_line, focus_score, focus_score_with, focus_words, normalize_value,
-    relative_age,
+    MIN_DUPLICATE_BYTES, WordHit, distinct_focus_words, escape_line, focus_score_distinct,
+    focus_score_of_hits, focus_words, normalize_value, relative_age,
 };
-use crate::token_index::{IdBuildHasher, IdSet, Side};
+use crate::token_index::{IdSet, Side};
 
 /// The legend line, verbatim from §5.3.
 pub const LEGEND: &str = "Legend: workflow chain, parents before children. \"key [type]: value\"; \"<- P\" = derived from P; \"(same as K)\" = repeats K's fact; \"<== RESUME\" = continue here.";
@@ -74,6 +74,11 @@ struct FocusLimits {
     walk: usize,
 }
 
+/// Above this many distinct focus words, the newest-first path (which
+/// re-tokenises each entry it scores, once per word) gives way to the
+/// postings.
+const NEWEST_FIRST_MAX_WORDS: usize = 64;
+
 const FOCUS_LIMITS: FocusLimits = FocusLimits {
     frequent_postings: 2048,
     rare_entries: 1024,
@@ -113,21 +118,23 @@ fn newest_first_matches(
     words: &[String],
     limits: FocusLimits,
 ) -> Option<Vec<u32>> {
+    let distinct = distinct_focus_words(words);
+    if distinct.len() > NEWEST_FIRST_MAX_WORDS {
+        // Scoring one entry re-tokenises it per word: the postings answer.
+        return None;
+    }
     let tokens = index.tokens();
     let mut ceiling: u64 = 1;
     let mut any_frequent = false;
     let mut rare: Vec<&str> = Vec::new();
-    for (i, word) in words.iter().enumerate() {
-        if words[..i].contains(word) {
-            // A repeat: counted with its first occurrence.
-        } else if tokens.count_with_prefix(word, Side::Value) > limits.frequent_postings {
+    for &(word, occurrences) in &distinct {
+        if tokens.count_with_prefix(word, Side::Value) > limits.frequent_postings {
             any_frequent = true;
             let per_hit = if tokens.count_with_prefix(word, Side::Key) > 0 {
                 2
             } else {
                 1
             };
-            let occurrences = words.iter().filter(|w| *w == word).count() as u64;
             ceiling += per_hit * occurrences;
         } else {
             rare.push(word);
@@ -148,7 +155,7 @@ fn newest_first_matches(
     let fill = index.fill();
     let score_of = |id: u32| {
         let entry = index.entry(id);
-        focus_score(words, &entry.key, &entry.value, &entry.kind)
+        focus_score_distinct(&distinct, &entry.key, &entry.value, &entry.kind)
     };
     // (score, slot, id); a higher slot is newer, or as new with a smaller key.
     let mut scored: Vec<(u64, usize, u32)> = rare_hits
@@ -202,52 +209,36 @@ fn newest_first_matches(
 /// [`focus_score_with`].
 fn matches_from_postings(index: &RenderIndex, words: &[String]) -> Vec<u32> {
     // Repeated words score once per occurrence but are looked up once.
-    let mut distinct: Vec<&str> = Vec::new();
-    let word_slot: Vec<usize> = words
-        .iter()
-        .map(|word| {
-            distinct.iter().position(|d| d == word).unwrap_or_else(|| {
-                distinct.push(word);
-                distinct.len() - 1
-            })
-        })
-        .collect();
-    // Per candidate, a bit per distinct word for key hits, then one for value
-    // hits, in a flat arena.
-    let blocks = distinct.len().div_ceil(64);
-    let mut candidate_of: HashMap<u32, usize, IdBuildHasher> = HashMap::default();
-    let mut candidates: Vec<u32> = Vec::new();
-    let mut bits: Vec<u64> = Vec::new();
+    let distinct = distinct_focus_words(words);
+    // Every posting of every word, as (candidate entry, word slot, side),
+    // grouped by candidate and slot: memory and time in proportion to the
+    // postings, whatever the number of words.
+    let mut postings: Vec<(u32, u32, bool)> = Vec::new();
     let tokens = index.tokens();
-    for (slot, word) in distinct.iter().enumerate() {
+    for (slot, &(word, _)) in distinct.iter().enumerate() {
         tokens.for_each_with_prefix(word, |id, side| {
-            let candidate = *candidate_of.entry(id).or_insert_with(|| {
-                candidates.push(id);
-                bits.resize(bits.len() + 2 * blocks, 0);
-                candidates.len() - 1
-            });
-            let base = candidate * 2 * blocks + if side == Side::Key { 0 } else { blocks };
-            bits[base + slot / 64] |= 1 << (slot % 64);
+            postings.push((id, slot as u32, side == Side::Key));
         });
     }
-    let hit = |candidate: usize, side_offset: usize, word: usize| {
-        let slot = word_slot[word];
-        bits[candidate * 2 * blocks + side_offset + slot / 64] & (1 << (slot % 64)) != 0
-    };
+    postings.sort_unstable();
+    let mut candidates: Vec<(u32, u64)> = Vec::new();
+    for same_entry in postings.chunk_by(|a, b| a.0 == b.0) {
+        let id = same_entry[0].0;
+        let hits = same_entry
+            .chunk_by(|a, b| a.1 == b.1)
+            .map(|same_word| WordHit {
+                occurrences: distinct[same_word[0].1 as usize].1,
+                in_key: same_word.iter().any(|p| p.2),
+                in_value: same_word.iter().any(|p| !p.2),
+            });
+        candidates.push((id, focus_score_of_hits(hits, index.focus_bonus(id))));
+    }
     // Ranked by (score, updated_at) first, both inline in the index; keys
     // are read only to break exact ties.
     let mut scored: Vec<(u64, i64, u32)> = candidates
-        .iter()
-        .enumerate()
-        .filter_map(|(candidate, &id)| {
-            let score = focus_score_with(
-                words.len(),
-                |word| hit(candidate, 0, word),
-                |word| hit(candidate, blocks, word),
-                index.focus_bonus(id),
-            );
-            (score > 0).then(|| (score, index.updated_at(id), id))
-        })
+        .into_iter()
+        .filter(|&(_, score)| score > 0)
+        .map(|(id, score)| (score, index.updated_at(id), id))
         .collect();
     let best_first = |a: &(u64, i64, u32), b: &(u64, i64, u32)| (b.0, b.1).cmp(&(a.0, a.1));
     if scored.len() > MAX_FOCUS_MATCHES {

@@ -12,6 +12,7 @@
 //!   difference.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// Marker appended by [`truncate`] when it cuts (§6.8).
 pub const ELLIPSIS: &str = "...";
@@ -410,18 +411,50 @@ pub fn focus_words(focus: &str) -> Vec<String> {
         .collect()
 }
 
+/// The distinct words of `words` in first-occurrence order, each with how
+/// many times it occurs (§5.6 counts every occurrence; a long pasted prompt
+/// repeats words a lot, and each distinct word is looked up once).
+#[must_use]
+pub fn distinct_focus_words<S: AsRef<str>>(words: &[S]) -> Vec<(&str, u64)> {
+    let mut slot_of: HashMap<&str, usize> = HashMap::with_capacity(words.len());
+    let mut distinct: Vec<(&str, u64)> = Vec::new();
+    for word in words {
+        let word = word.as_ref();
+        let slot = *slot_of.entry(word).or_insert_with(|| {
+            distinct.push((word, 0));
+            distinct.len() - 1
+        });
+        distinct[slot].1 += 1;
+    }
+    distinct
+}
+
 /// §5.6 score of an entry for the given significant words (from
 /// [`focus_words`]): +2 per word that starts some token of `lower(key)`, else
 /// +1 when it starts some token of `lower(value)`; then +1 when the score is
 /// positive and `entry_type` is not empty, `note` or `fact`.
 #[must_use]
 pub fn focus_score<S: AsRef<str>>(words: &[S], key: &str, value: &str, entry_type: &str) -> u64 {
+    focus_score_distinct(&distinct_focus_words(words), key, value, entry_type)
+}
+
+/// [`focus_score`] for words already made distinct by [`distinct_focus_words`].
+#[must_use]
+pub fn focus_score_distinct(
+    distinct: &[(&str, u64)],
+    key: &str,
+    value: &str,
+    entry_type: &str,
+) -> u64 {
     let key = lower(key);
     let value = lower(value);
-    focus_score_with(
-        words.len(),
-        |i| word_tokens(&key).any(|token| token.starts_with(words[i].as_ref())),
-        |i| word_tokens(&value).any(|token| token.starts_with(words[i].as_ref())),
+    let starts_a_token = |text: &str, word: &str| word_tokens(text).any(|t| t.starts_with(word));
+    focus_score_of_hits(
+        distinct.iter().map(|&(word, occurrences)| WordHit {
+            occurrences,
+            in_key: starts_a_token(&key, word),
+            in_value: starts_a_token(&value, word),
+        }),
         focus_type_bonus(entry_type),
     )
 }
@@ -433,26 +466,30 @@ pub fn focus_type_bonus(entry_type: &str) -> bool {
     !matches!(entry_type, "" | "note" | "fact")
 }
 
-/// The §5.6 scoring rule itself, for callers that already know which words
-/// hit (the renderer answers `key_hit`/`value_hit` from its token-prefix
-/// index instead of re-tokenising every entry). `key_hit(i)` must tell
-/// whether significant word `i` (of `word_count`, repeats included) starts a
-/// word token of `lower(key)`, `value_hit(i)` the same for the value;
-/// `type_bonus` is [`focus_type_bonus`] of the entry's type.
+/// What one distinct significant word hits in an entry: whether it starts a
+/// word token of the key, of the value, and how often the focus holds it.
+#[derive(Clone, Copy, Debug)]
+pub struct WordHit {
+    pub occurrences: u64,
+    pub in_key: bool,
+    pub in_value: bool,
+}
+
+/// The §5.6 scoring rule itself, for every caller (the renderer answers the
+/// hits from its token-prefix index instead of re-tokenising every entry):
+/// per occurrence of a word, +2 when it hits the key, else +1 when it hits
+/// the value; then +1 for a positive score when `type_bonus` (see
+/// [`focus_type_bonus`]). Words that hit nothing may be left out.
 #[must_use]
-pub fn focus_score_with(
-    word_count: usize,
-    mut key_hit: impl FnMut(usize) -> bool,
-    mut value_hit: impl FnMut(usize) -> bool,
-    type_bonus: bool,
-) -> u64 {
+pub fn focus_score_of_hits(hits: impl IntoIterator<Item = WordHit>, type_bonus: bool) -> u64 {
     let mut score: u64 = 0;
-    for i in 0..word_count {
-        if key_hit(i) {
-            score = score.saturating_add(2);
-        } else if value_hit(i) {
-            score = score.saturating_add(1);
-        }
+    for hit in hits {
+        let per_occurrence = if hit.in_key {
+            2
+        } else {
+            u64::from(hit.in_value)
+        };
+        score = score.saturating_add(per_occurrence.saturating_mul(hit.occurrences));
     }
     if score > 0 && type_bonus {
         score = score.saturating_add(1);
@@ -1004,19 +1041,37 @@ mod tests {
     }
 
     #[test]
-    fn focus_score_with_matches_focus_score() {
+    fn every_occurrence_of_a_word_scores() {
         let words = focus_words("users endpoint users");
-        let key = "prompt:users";
-        let value = "an endpoint";
-        let direct = focus_score(&words, key, value, "prompt");
-        let with = focus_score_with(
-            words.len(),
-            |i| words[i] == "users",
-            |i| words[i] != "zzz",
-            focus_type_bonus("prompt"),
+        assert_eq!(
+            distinct_focus_words(&words),
+            vec![("users", 2), ("endpoint", 1)]
         );
-        assert_eq!(direct, with);
-        assert_eq!(direct, 6);
+        // users in the key twice (+4), endpoint in the value (+1), bonus (+1).
+        assert_eq!(
+            focus_score(&words, "prompt:users", "an endpoint", "prompt"),
+            6
+        );
+        let hits = [
+            WordHit {
+                occurrences: 2,
+                in_key: true,
+                in_value: true,
+            },
+            WordHit {
+                occurrences: 1,
+                in_key: false,
+                in_value: true,
+            },
+            WordHit {
+                occurrences: 7,
+                in_key: false,
+                in_value: false,
+            },
+        ];
+        assert_eq!(focus_score_of_hits(hits, true), 6);
+        assert_eq!(focus_score_of_hits(hits, false), 5);
+        assert_eq!(focus_score_of_hits([], true), 0);
     }
 
     // ----- duplicates, cost -----

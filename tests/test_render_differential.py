@@ -373,3 +373,18 @@ def test_catch_up_of_another_process_batch_in_key_order(tmp_path: Path) -> None:
         for budget in (0, 60, 300, 5000):
             assert_same_render(store, "build other", budget, 0)
     store.close()
+
+
+def test_a_focus_of_many_distinct_words_equals_the_model(tmp_path: Path) -> None:
+    # A pasted log as the prompt: thousands of distinct words, many repeated.
+    # Scoring stays in proportion to the words' postings (it once compared
+    # every word with every other one).
+    store = membolt.MemoryStore(tmp_path / "many.redb")
+    store.save("tool:edit:f17", "edited src/f17.go and src/f4000.go", type="tool_result")
+    store.save("progress:files", "f17 and f23 pending; see f4000", type="progress")
+    store.save("note:other", "nothing about files")
+    store.save("prompt:users", "users endpoint", type="prompt")
+    words = [f"src/f{i}.go" for i in range(6000)] + ["users"] * 3 + ["f17"] * 2
+    focus = " and ".join(words)
+    assert "tool:edit:f17" in assert_same_render(store, focus, 500, 0)
+    assert_same_render(store, focus, 20, 60_000)

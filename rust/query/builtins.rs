@@ -397,6 +397,9 @@ fn group_by(ev: &mut Evaluator, items: &[Value], p: Predicate<'_>) -> RunResult<
                 );
             }
         };
+        // Finding the group compares the key with about log2(groups) others.
+        let depth = u64::from(usize::BITS - groups.len().leading_zeros());
+        ev.budget.compare_keys(name.len(), depth)?;
         groups.entry(name).or_default().push(item.clone());
     }
     ev.budget.container(groups.len() + items.len())?;
@@ -454,9 +457,14 @@ fn sort_by(
             }
         }
     }
-    // Comparisons: about n log2 n.
+    // Comparisons: about n log2 n, each over a whole key.
     let n = items.len() as u64;
-    ev.budget.steps(n * u64::from(64 - n.leading_zeros()))?;
+    let key_bytes = match &keys {
+        Some(SortKeys::Strings(k)) => k.iter().map(|s| s.len()).max().unwrap_or(0),
+        _ => 0,
+    };
+    ev.budget
+        .compare_keys(key_bytes, n * u64::from(64 - n.leading_zeros()))?;
     ev.budget.container(items.len())?;
     let mut order: Vec<usize> = (0..items.len()).collect();
     match &keys {
@@ -689,7 +697,10 @@ pub(crate) fn index(value: &Value, index: &Value, budget: &mut Budget) -> RunRes
                 ))),
             }
         }
-        (Value::Map(_) | Value::Entry(_), Value::Str(name)) => member(value, &FieldName::new(name)),
+        (Value::Map(_) | Value::Entry(_), Value::Str(name)) => {
+            budget.compare_keys(name.len(), 1)?;
+            member(value, &FieldName::new(name))
+        }
         (Value::List(_) | Value::Str(_), other) => Err(RunError::new(format!(
             "index must be an int, not {}",
             other.type_name()

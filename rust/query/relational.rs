@@ -216,30 +216,59 @@ pub(crate) fn union(lists: &[Value], budget: &mut Budget) -> RunResult<Value> {
 /// a map equals an entry row with the same fields).
 #[derive(Default)]
 pub(crate) struct Distinct {
-    /// Hash -> indices into `kept` with that hash.
-    seen: HashMap<u64, Vec<usize>>,
+    /// Hash -> the indices into `kept` of the values with that hash.
+    seen: HashMap<u64, Bucket>,
     kept: Vec<Value>,
+}
+
+/// Almost every hash has one value: no allocation for it.
+enum Bucket {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Bucket {
+    fn indices(&self) -> &[usize] {
+        match self {
+            Bucket::One(i) => std::slice::from_ref(i),
+            Bucket::Many(all) => all,
+        }
+    }
 }
 
 impl Distinct {
     pub fn push(&mut self, value: Value, budget: &mut Budget) -> RunResult<()> {
         let mut hasher = DefaultHasher::new();
         hash_value(&value, &mut hasher, budget)?;
-        let bucket = self.seen.entry(hasher.finish()).or_default();
-        for &i in bucket.iter() {
-            if let Some(earlier) = self.kept.get(i)
-                && equal(earlier, &value, budget)?
-            {
-                return Ok(());
+        let hash = hasher.finish();
+        if let Some(bucket) = self.seen.get(&hash) {
+            for &i in bucket.indices() {
+                if let Some(earlier) = self.kept.get(i)
+                    && equal(earlier, &value, budget)?
+                {
+                    return Ok(());
+                }
             }
         }
-        bucket.push(self.kept.len());
+        // Charged as it grows, not only at the end.
+        budget.values(1)?;
+        let index = self.kept.len();
+        match self.seen.get_mut(&hash) {
+            None => {
+                self.seen.insert(hash, Bucket::One(index));
+            }
+            Some(bucket) => {
+                let mut all = bucket.indices().to_vec();
+                all.push(index);
+                *bucket = Bucket::Many(all);
+            }
+        }
         self.kept.push(value);
         Ok(())
     }
 
     pub fn finish(self, budget: &mut Budget) -> RunResult<Value> {
-        budget.container(self.kept.len())?;
+        budget.values(1)?; // the list; its elements were charged by push
         Ok(Value::from(self.kept))
     }
 }

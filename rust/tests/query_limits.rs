@@ -217,3 +217,23 @@ fn single_passes_over_100_000_entries_fit_the_budgets() {
         assert!(matches!(value, Value::List(_) | Value::Map(_)), "{q}");
     }
 }
+
+#[test]
+fn long_keys_are_charged_by_their_length() {
+    // A 1 MB key makes every comparison of a map, a group or a sort cost
+    // 16,000 steps; each of these once ran for seconds to minutes unbudgeted.
+    let big = r#"let s = join(map(1..100000, "aaaaaaaaaa"), ""); "#;
+    let start = Instant::now();
+    assert_run_error(run(&format!("{big}len(groupBy(1..3000000, s))")), "steps");
+    assert_run_error(run(&format!("{big}len(sortBy(1..300000, s))")), "steps");
+    assert_run_error(
+        run(&format!(
+            "{big}let m = {{(s): 1}}; count(1..300000, m[s] == 1)"
+        )),
+        "steps",
+    );
+    assert!(start.elapsed() < allowed(Duration::from_secs(2)));
+    // Short keys stay cheap: a group per row of 100,000 fits easily.
+    let grouped = run("len(groupBy(1..100000, # % 1000))");
+    assert!(grouped.is_ok(), "{grouped:?}");
+}
