@@ -3,9 +3,11 @@
 //! It opens the file read-only (never writing, never repairing), reads every
 //! record, and reports what it finds: damage (records that do not decode,
 //! broken invariants) as problems, odd but legal states (references to
-//! deleted keys) as notes. A file that was not closed cleanly can only be
-//! read after redb's crash recovery, which writes: that runs on a private
-//! copy, so the verdict covers it too and the file itself stays untouched.
+//! deleted keys) as notes. Then, on a private copy of the file (recovery
+//! and the check both write, and the file itself stays untouched), redb's
+//! integrity check verifies every page checksum, which catches damage inside
+//! values that still decode. A file that was not closed cleanly can only be
+//! read after redb's crash recovery: that runs on the copy too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, TryLockError};
@@ -70,14 +72,22 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
         })
     }))
     .unwrap_or_else(|_| Err(engine_failure(path)))?;
-    match opened {
-        Ok(db) => catch_unwind(AssertUnwindSafe(|| read_everything(&db, path, &mut report)))
-            .unwrap_or_else(|_| Err(engine_failure(path)))?,
-        Err(DatabaseError::RepairAborted) => {
-            check_recovered_copy(path, (started, deadline), &mut sync, &mut report)?;
+    let read_already = match opened {
+        Ok(db) => {
+            catch_unwind(AssertUnwindSafe(|| read_everything(&db, path, &mut report)))
+                .unwrap_or_else(|_| Err(engine_failure(path)))?;
+            true
         }
+        Err(DatabaseError::RepairAborted) => false,
         Err(other) => return Err(lease::map_database_error(path, other)),
-    }
+    };
+    check_copy(
+        path,
+        (started, deadline),
+        &mut sync,
+        read_already,
+        &mut report,
+    )?;
     if sync.position().is_none() {
         report
             .notes
@@ -86,14 +96,16 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
     Ok(report)
 }
 
-/// Runs redb's crash recovery on a private copy of `path` and reads the
-/// result. The copy is taken under a shared lock of the file, which a writer
-/// (holding it exclusively while open) excludes, so it is one consistent
-/// state; it is deleted afterwards.
-fn check_recovered_copy(
+/// Checks a private copy of `path`: crash recovery when it needs one, redb's
+/// page checksums, and (unless `read_already`) membolt's own checks. The
+/// copy is taken under a shared lock of the file, which a writer (holding it
+/// exclusively while open) excludes, so it is one consistent state; it is
+/// deleted afterwards.
+fn check_copy(
     path: &Path,
     (started, deadline): (Instant, Instant),
     sync: &mut SyncFile,
+    read_already: bool,
     report: &mut Report,
 ) -> Result<()> {
     let source = lease::open_with_retry(path, deadline, started, sync, || {
@@ -105,28 +117,53 @@ fn check_recovered_copy(
         }
     })?
     .map_err(|error| lease::map_database_error(path, error))?;
-    let copy = TemporaryCopy::of(path)?;
-    drop(source); // releases the lock
-    let recovered = catch_unwind(AssertUnwindSafe(|| Database::open(&copy.0)));
-    match recovered {
-        Ok(Ok(db)) => {
-            report.notes.push(
-                "the file was not closed cleanly (a process was killed); the crash recovery \
-                 that the next write runs succeeds (checked on a copy)"
-                    .into(),
-            );
-            catch_unwind(AssertUnwindSafe(|| read_everything(&db, path, report)))
-                .unwrap_or_else(|_| Err(engine_failure(path)))
+    let copy = match TemporaryCopy::of(path) {
+        Ok(copy) => copy,
+        Err(error) if read_already => {
+            report.notes.push(format!(
+                "page checksums not checked: no room for a copy ({error})"
+            ));
+            return Ok(());
         }
-        Ok(Err(error)) => Err(StoreError::corrupt(
-            path,
-            format!("crash recovery fails: {error}"),
-        )),
-        Err(_) => Err(StoreError::corrupt(
-            path,
-            "crash recovery fails: the database engine failed",
-        )),
+        Err(error) => return Err(error),
+    };
+    drop(source); // releases the lock
+    let opened = catch_unwind(AssertUnwindSafe(|| Database::open(&copy.0)));
+    let mut db = match opened {
+        Ok(Ok(db)) => db,
+        Ok(Err(error)) if read_already => {
+            report.problem(format!("the database engine cannot open a copy: {error}"));
+            return Ok(());
+        }
+        Ok(Err(error)) => {
+            return Err(StoreError::corrupt(
+                path,
+                format!("crash recovery fails: {error}"),
+            ));
+        }
+        Err(_) => return Err(engine_failure(path)),
+    };
+    if !read_already {
+        report.notes.push(
+            "the file was not closed cleanly (a process was killed); the crash recovery \
+             that the next write runs succeeds (checked on a copy)"
+                .into(),
+        );
     }
+    let damage = match catch_unwind(AssertUnwindSafe(|| db.check_integrity())) {
+        Ok(Ok(true)) => None,
+        Ok(Ok(false)) => Some("some pages fail their checksums: the file is damaged".into()),
+        Ok(Err(error)) => Some(format!("the integrity check fails: {error}")),
+        Err(_) => Some("the integrity check fails: the database engine failed".into()),
+    };
+    if let Some(problem) = damage {
+        report.problem(problem);
+    }
+    if read_already {
+        return Ok(());
+    }
+    catch_unwind(AssertUnwindSafe(|| read_everything(&db, path, report)))
+        .unwrap_or_else(|_| Err(engine_failure(path)))
 }
 
 /// A panic inside redb means damage it did not report as an error.

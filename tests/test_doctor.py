@@ -123,3 +123,29 @@ def test_flipped_bits_never_escape_as_a_panic(tmp_path: Path) -> None:
         with contextlib.suppress(membolt.MemboltError):
             membolt._core._inspect(path)
         assert path.read_bytes() == bytes(damaged)
+
+
+def test_a_flipped_bit_inside_a_value_is_found(tmp_path: Path) -> None:
+    # The damaged value still decodes ("hello" -> "iello"); only the page
+    # checksums, checked on a copy, show it.
+    path = tmp_path / "s.redb"
+    store = MemoryStore(path)
+    store.save_many([(f"k{i}", f"value {i} zebra-marker-{i}") for i in range(50)], caps=False)
+    store.close()
+    membolt._core._release_all()
+    assert membolt._core._inspect(path)["problem_count"] == 0
+    data = bytearray(path.read_bytes())
+    marker = b"zebra-marker-7"
+    at = data.find(marker)
+    assert at >= 0
+    while at >= 0:  # every copy, live or stale
+        data[at] ^= 0x01
+        at = data.find(marker, at + 1)
+    path.write_bytes(bytes(data))
+    try:
+        report = membolt._core._inspect(path)
+    except membolt.CorruptStoreError:
+        return
+    assert report["problem_count"] >= 1
+    assert any("checksum" in p or "integrity" in p for p in report["problems"])
+    assert path.read_bytes() == bytes(data)
