@@ -11,7 +11,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, TryLockError};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -23,6 +22,7 @@ use redb::{
 use crate::entry::Entry;
 use crate::error::{Result, StoreError};
 use crate::lease;
+use crate::quiet_panic::catch;
 use crate::store::{self, MAX_KEY_BYTES};
 use crate::sync::SyncFile;
 
@@ -66,15 +66,15 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
     let started = Instant::now();
     let deadline = started + timeout;
     let mut sync = SyncFile::new(path);
-    let opened = catch_unwind(AssertUnwindSafe(|| {
+    let opened = catch(|| {
         lease::open_with_retry(path, deadline, started, &mut sync, || {
             ReadOnlyDatabase::open(path)
         })
-    }))
+    })
     .unwrap_or_else(|_| Err(engine_failure(path)))?;
     let read_already = match opened {
         Ok(db) => {
-            catch_unwind(AssertUnwindSafe(|| read_everything(&db, path, &mut report)))
+            catch(|| read_everything(&db, path, &mut report))
                 .unwrap_or_else(|_| Err(engine_failure(path)))?;
             true
         }
@@ -128,7 +128,7 @@ fn check_copy(
         Err(error) => return Err(error),
     };
     drop(source); // releases the lock
-    let opened = catch_unwind(AssertUnwindSafe(|| Database::open(&copy.0)));
+    let opened = catch(|| Database::open(&copy.0));
     let mut db = match opened {
         Ok(Ok(db)) => db,
         Ok(Err(error)) if read_already => {
@@ -150,7 +150,7 @@ fn check_copy(
                 .into(),
         );
     }
-    let damage = match catch_unwind(AssertUnwindSafe(|| db.check_integrity())) {
+    let damage = match catch(|| db.check_integrity()) {
         Ok(Ok(true)) => None,
         Ok(Ok(false)) => Some("some pages fail their checksums: the file is damaged".into()),
         Ok(Err(error)) => Some(format!("the integrity check fails: {error}")),
@@ -162,8 +162,7 @@ fn check_copy(
     if read_already {
         return Ok(());
     }
-    catch_unwind(AssertUnwindSafe(|| read_everything(&db, path, report)))
-        .unwrap_or_else(|_| Err(engine_failure(path)))
+    catch(|| read_everything(&db, path, report)).unwrap_or_else(|_| Err(engine_failure(path)))
 }
 
 /// A panic inside redb means damage it did not report as an error.

@@ -13,6 +13,7 @@ pub mod graph;
 mod lease;
 pub mod mirror;
 pub mod query;
+mod quiet_panic;
 pub mod render;
 pub mod render_index;
 pub mod search;

@@ -30,7 +30,6 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
@@ -45,6 +44,7 @@ use crate::error::{Result, StoreError};
 use crate::graph;
 use crate::lease::{self, LeaseHolder};
 use crate::mirror::Mirror;
+use crate::quiet_panic::catch;
 use crate::render;
 use crate::search;
 use crate::sync::{Position, SyncFile};
@@ -523,7 +523,7 @@ impl Store {
             deadline: started + self.busy_timeout,
         };
         let mut state = lock(&self.shared.state);
-        let outcome = catch_unwind(AssertUnwindSafe(|| body(&mut state, &ctx)));
+        let outcome = catch(|| body(&mut state, &ctx));
         let result = outcome.unwrap_or_else(|panic| {
             // The mirror may be half-updated; drop it and the lease.
             state.mirror = None;

@@ -278,3 +278,20 @@ def test_demo() -> None:
     assert "<memory>" in out
     assert "Found" in out
     assert '"count"' in out
+
+
+def test_a_panic_of_the_engine_is_one_error_line(tmp_path: Path) -> None:
+    # Flipping the first byte of a page makes redb panic while reading it;
+    # the panic is caught and reported once, not also printed by Rust.
+    path = tmp_path / "s.redb"
+    store = MemoryStore(path)
+    store.save_many([(f"k{i}", "hello " * 20) for i in range(500)], caps=False)
+    store.close()
+    del store
+    data = bytearray(path.read_bytes())
+    data[4096] ^= 0x01
+    path.write_bytes(bytes(data))
+    for command in (["list"], ["doctor"]):
+        message = fails("--db", str(path), *command)
+        assert "panicked" not in message
+        assert "not a readable membolt store" in message
