@@ -61,18 +61,61 @@ fn argument_type_error(py: Python<'_>, message: String) -> PyErr {
 /// Extracts a `str` argument, naming it in the error.
 fn text_arg(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     match value.cast::<PyString>() {
-        Ok(text) => Ok(text.to_str()?.to_owned()),
+        Ok(text) => Ok(text
+            .to_str()
+            .map_err(|_| {
+                PyValueError::new_err(format!(
+                    "{what} holds a lone UTF-16 surrogate, which UTF-8 cannot store"
+                ))
+            })?
+            .to_owned()),
         Err(_) => Err(argument_type_error(
             value.py(),
-            format!(
-                "{what} must be a str, not {}",
-                value
-                    .get_type()
-                    .name()
-                    .map_or_else(|_| "?".into(), |n| n.to_string())
-            ),
+            format!("{what} must be a str, not {}", type_name(value)),
         )),
     }
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+/// An `int` argument beyond `i64` (a budget, a clock) means the same as the
+/// end of `i64` it is past, rather than an `OverflowError`.
+fn clamped_int(value: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
+    if !value.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(argument_type_error(
+            value.py(),
+            format!("{what} must be an int, not {}", type_name(value)),
+        ));
+    }
+    match value.extract::<i64>() {
+        Ok(number) => Ok(number),
+        Err(_) if value.lt(0)? => Ok(i64::MIN),
+        Err(_) => Ok(i64::MAX),
+    }
+}
+
+fn optional_clamped_int(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<i64>> {
+    match value {
+        Some(value) if !value.is_none() => clamped_int(value, what).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// A count (a limit, a number of keys): negative is a `ValueError`; one
+/// beyond `usize` means "all".
+fn count_arg(value: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+    let number = clamped_int(value, what)?;
+    if number < 0 {
+        return Err(PyValueError::new_err(format!(
+            "{what} must not be negative, not {number}"
+        )));
+    }
+    Ok(usize::try_from(number).unwrap_or(usize::MAX))
 }
 
 fn optional_text_arg(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
@@ -462,9 +505,10 @@ impl PyStore {
         &self,
         py: Python<'py>,
         query: &Bound<'_, PyAny>,
-        limit: usize,
+        limit: &Bound<'_, PyAny>,
     ) -> PyResult<(usize, Bound<'py, PyList>)> {
         let query = text_arg(query, "query")?;
+        let limit = count_arg(limit, "limit")?;
         let (total, hits) = self.run(py, |s| s.search_ranked(&query, limit))?;
         Ok((total, entries_to_list(py, hits)?))
     }
@@ -510,26 +554,42 @@ impl PyStore {
     }
 
     /// The `<memory>` block (BEHAVIOUR §5); `now_ms` pins the clock.
-    #[pyo3(signature = (focus = "", max_tokens = 500, now_ms = None))]
+    #[pyo3(
+        signature = (focus = None, max_tokens = None, now_ms = None),
+        text_signature = "($self, focus='', max_tokens=500, now_ms=None)"
+    )]
     fn render(
         &self,
         py: Python<'_>,
-        focus: &str,
-        max_tokens: i64,
-        now_ms: Option<i64>,
+        focus: Option<&Bound<'_, PyAny>>,
+        max_tokens: Option<&Bound<'_, PyAny>>,
+        now_ms: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
-        self.run(py, |s| s.render(focus, max_tokens, now_ms))
+        let focus = optional_text_arg(focus, "focus")?.unwrap_or_default();
+        let max_tokens = optional_clamped_int(max_tokens, "max_tokens")?.unwrap_or(500);
+        let now_ms = optional_clamped_int(now_ms, "now_ms")?;
+        self.run(py, |s| s.render(&focus, max_tokens, now_ms))
     }
 
     /// Entries in parents-first order: all, or those related to `key`.
     #[pyo3(signature = (key = None))]
-    fn graph<'py>(&self, py: Python<'py>, key: Option<&str>) -> PyResult<Bound<'py, PyList>> {
-        let entries = self.run(py, |s| s.graph(key))?;
+    fn graph<'py>(
+        &self,
+        py: Python<'py>,
+        key: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let key = optional_text_arg(key, "key")?;
+        let entries = self.run(py, |s| s.graph(key.as_deref()))?;
         entries_to_list(py, entries)
     }
 
     /// The keys of the `n` newest entries, newest first.
-    fn newest_keys<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
+    fn newest_keys<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let n = count_arg(n, "n")?;
         let (keys, _) = self.run(py, |s| s.newest_keys(n))?;
         PyList::new(py, keys.iter().map(|k| &**k))
     }
@@ -540,11 +600,13 @@ impl PyStore {
         &self,
         py: Python<'py>,
         focus: &Bound<'_, PyAny>,
-        max_tokens: i64,
-        now_ms: Option<i64>,
+        max_tokens: &Bound<'_, PyAny>,
+        now_ms: Option<&Bound<'_, PyAny>>,
         key_limit: usize,
     ) -> PyResult<(String, Bound<'py, PyList>, usize)> {
         let focus = text_arg(focus, "focus")?;
+        let max_tokens = clamped_int(max_tokens, "max_tokens")?;
+        let now_ms = optional_clamped_int(now_ms, "now_ms")?;
         let (block, keys, total) = self.run(py, |s| {
             s.prompt_parts(&focus, max_tokens, now_ms, key_limit)
         })?;
@@ -687,8 +749,12 @@ impl PyStore {
         tool_calls: &Bound<'_, PyAny>,
         tasks: &Bound<'_, PyAny>,
         limit: usize,
-        memory_cap: Option<usize>,
+        memory_cap: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let memory_cap = match memory_cap {
+            Some(cap) if !cap.is_none() => Some(count_arg(cap, "memory_cap")?),
+            _ => None,
+        };
         let relations = (rows_arg(tool_calls)?, rows_arg(tasks)?);
         let store = &self.inner;
         let outcome = py.detach(|| {
@@ -776,8 +842,13 @@ fn evaluate_query(
 /// BEHAVIOUR §6.8: cut `text` to at most `limit` UTF-8 bytes at a character
 /// boundary and mark the cut with `...`.
 #[pyfunction]
-fn truncate(text: &str, limit: usize) -> String {
-    crate::text::truncate(text, limit)
+fn truncate(text: &Bound<'_, PyAny>, limit: &Bound<'_, PyAny>) -> PyResult<String> {
+    let limit = count_arg(limit, "limit")?;
+    // Borrowed when it is a valid str (tool results can be megabytes).
+    match text.cast::<PyString>().ok().and_then(|t| t.to_str().ok()) {
+        Some(text) => Ok(crate::text::truncate(text, limit)),
+        None => Ok(crate::text::truncate(&text_arg(text, "text")?, limit)),
+    }
 }
 
 /// Test support: writes a file the public API cannot produce (see

@@ -260,6 +260,21 @@ def test_unusable_store_gives_tool_errors_and_keeps_serving(tmp_path: Path) -> N
     assert "Traceback" not in server_log(tmp_path)
 
 
+def test_input_that_is_not_json_rpc_is_logged_on_stderr(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "membolt.cli", "mcp", "--db", str(tmp_path / "m.redb")],
+        input="{not json\n[]\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert result.stdout == ""  # stdout carries the protocol only
+    assert result.stderr.count("ignored input that is not JSON-RPC") == 2
+    assert "Traceback" not in result.stderr
+
+
 # ----- without the SDK --------------------------------------------------------
 
 

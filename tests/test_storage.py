@@ -250,6 +250,39 @@ class TestBadInput:
             store.save(key, "v")  # type: ignore[arg-type]
         assert len(store) == 0
 
+    def test_lone_surrogates_are_named(self, store: MemoryStore) -> None:
+        with pytest.raises(ValueError, match="key holds a lone UTF-16 surrogate"):
+            store.save("k\ud800", "v")
+        with pytest.raises(ValueError, match="value holds a lone UTF-16 surrogate"):
+            store.save("k", "\udfff")
+        with pytest.raises(ValueError, match="focus holds a lone UTF-16 surrogate"):
+            store.render("\ud800")
+        assert len(store) == 0
+
+    def test_numbers_are_ints_and_beyond_64_bits_clamp(self, store: MemoryStore) -> None:
+        store.save("k", "v")
+        # A budget or a clock past 64 bits means the same as the largest one.
+        assert store.render("", 2**64, 2**64) == store.render("", 2**63 - 1, 2**63 - 1)
+        assert store.render("", -(2**70)) == store.render("", -1)
+        assert store.newest_keys(10**30) == ["k"]
+        assert membolt.truncate("abcdef", 2**70) == "abcdef"
+        for call in (
+            lambda: store.render("", 1.5),
+            lambda: store.render(1),
+            lambda: store.graph(1),
+            lambda: membolt.classify(5),
+        ):
+            with pytest.raises(membolt.ArgumentTypeError):
+                call()  # type: ignore[no-untyped-call]
+        for call in (
+            lambda: store.newest_keys(-1),
+            lambda: store.search_ranked("k", -1),
+            lambda: membolt.truncate("abc", -1),
+            lambda: membolt.AgentMemory(store).query("1", memory_cap=-1),
+        ):
+            with pytest.raises(ValueError, match="must not be negative"):
+                call()  # type: ignore[no-untyped-call]
+
     def test_key_of_exactly_1024_bytes_is_fine(self, store: MemoryStore) -> None:
         assert store.save("k" * 1024, "v").key == "k" * 1024
 

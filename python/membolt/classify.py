@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from .errors import ArgumentTypeError
+
 # (how the key is tested, the words, the type): the first matching row wins.
 # Tests are case-sensitive on the raw key.
 _RULES: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
@@ -33,6 +35,8 @@ DEFAULT_TYPE: Final = "note"
 
 def classify(key: str) -> str:
     """The type a new entry with this key gets when none is given."""
+    if not isinstance(key, str):
+        raise ArgumentTypeError(f"key must be a str, not {type(key).__name__}")
     # Plain loops over the table: this runs on every save, and generator
     # expressions cost several times more than the tests themselves.
     for how, words, entry_type in _RULES:

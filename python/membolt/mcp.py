@@ -315,7 +315,21 @@ def run_mcp_server(store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Non
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            # The SDK drops input lines that are not JSON-RPC without a word;
+            # say so on stderr, so that a client that hangs can be debugged.
+            send, receive = anyio.create_memory_object_stream[Any](0)
+
+            async def relay() -> None:
+                async with send:
+                    async for item in read_stream:
+                        if isinstance(item, Exception):
+                            logger.warning("ignored input that is not JSON-RPC: %.200s", item)
+                            continue
+                        await send.send(item)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(relay)
+                await server.run(receive, write_stream, server.create_initialization_options())
 
     logger.info("serving %s over stdio", service.store_path)
     try:
