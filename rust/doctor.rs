@@ -53,6 +53,12 @@ impl Report {
 /// Inspects the store file at `path`, waiting up to `timeout` for a writer.
 pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
     let metadata = std::fs::metadata(path).map_err(|e| StoreError::io(path, e))?;
+    if !metadata.is_file() {
+        return Err(StoreError::invalid(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
     let mut report = Report {
         file_bytes: metadata.len(),
         ..Report::default()

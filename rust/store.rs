@@ -601,6 +601,20 @@ impl State {
             self.seen = None;
             return Ok(());
         }
+        match self.read_file(ctx) {
+            Err(error @ (StoreError::Corrupt { .. } | StoreError::NewerSchema { .. }))
+                if !self.verified =>
+            {
+                // Not a store this version can use: leave no sidecar of ours
+                // next to it.
+                self.sync.remove_if_unused();
+                Err(error)
+            }
+            outcome => outcome,
+        }
+    }
+
+    fn read_file(&mut self, ctx: &CallContext<'_>) -> Result<()> {
         // Another process may be initialising the file right now: only a
         // handle (which waits for its lock) may look at the contents.
         let db = open_read_only(ctx, &mut self.sync)?;
@@ -674,9 +688,10 @@ impl State {
         // the changes to come. Without this, a reader of a store whose sidecar
         // was lost would reload the whole store on every call until a writer
         // came along.
-        let now = self.sync.position().or_else(|| self.sync.initialise());
         let rtx = db.read_txn().map_err(|e| storage(path, e))?;
+        // First whether this is a store at all: a foreign file gets no sidecar.
         let meta = read_meta(&rtx, path)?;
+        let now = self.sync.position().or_else(|| self.sync.initialise());
         let entries = rtx.open_table(ENTRIES).map_err(|e| storage(path, e))?;
         let changed = match (&self.mirror, self.seen, now) {
             (Some(mirror), Some(seen), Some(now)) if mirror.store_id == meta.store_id => {
@@ -1085,6 +1100,13 @@ fn absolute_store_path(path: &Path) -> Result<PathBuf> {
     if full.is_dir() {
         return Err(StoreError::invalid(format!(
             "{} is a directory",
+            full.display()
+        )));
+    }
+    // A device or a FIFO would read as an empty store (or block forever).
+    if fs::metadata(&full).is_ok_and(|meta| !meta.is_file()) {
+        return Err(StoreError::invalid(format!(
+            "{} is not a regular file",
             full.display()
         )));
     }

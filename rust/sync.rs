@@ -110,6 +110,16 @@ impl SyncFile {
         self.file.as_ref()
     }
 
+    /// Deletes the sidecar if nothing was ever written to it (it was only
+    /// created by looking for it).
+    pub(crate) fn remove_if_unused(&mut self) {
+        if std::fs::metadata(&self.path).is_ok_and(|meta| meta.len() == 0) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        self.file = None;
+        self.inode = 0;
+    }
+
     /// The current position, or `None` when the sidecar is missing, not yet
     /// initialised, or unreadable (every such case means "refresh").
     pub(crate) fn position(&mut self) -> Option<Position> {

@@ -4,6 +4,7 @@ and exit codes (0 success, 1 failure with one line on stderr, 2 usage)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -240,6 +241,17 @@ def test_output_problems(db: str) -> None:
     )
     assert piped.stdout == "bulk:00000\n"
     assert piped.stderr == ""
+
+
+def test_reading_a_missing_store_file_is_an_error(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "memory.redb"
+    for command in (["list"], ["get", "k"], ["search", "x"], ["stats"], ["render"], ["export"]):
+        assert f"no store at {missing}" in fails("--db", str(missing), *command)
+    assert not (tmp_path / "typo").exists()  # nothing created on the way
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for command in (["list"], ["doctor"]):
+        assert "is not a regular file" in fails("--db", str(fifo), *command)
 
 
 def test_blank_search_query_is_one_error_line(db: str) -> None:

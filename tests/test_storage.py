@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import stat
 from pathlib import Path
 
@@ -309,6 +310,10 @@ class TestBadInput:
     def test_bad_path(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="directory"):
             MemoryStore(tmp_path)
+        os.mkfifo(tmp_path / "fifo")
+        for special in (tmp_path / "fifo", Path("/dev/zero")):
+            with pytest.raises(ValueError, match="is not a regular file"):
+                MemoryStore(special)
         for timeout in (-1, math.nan, math.inf, 1e300):
             with pytest.raises(ValueError, match="timeout must be a number of seconds"):
                 MemoryStore(tmp_path / "m.redb", timeout=timeout)
@@ -326,6 +331,7 @@ class TestForeignAndCorruptFiles:
         path = tmp_path / "notes.redb"
         path.write_text("hello, not a database\n" * 100)
         self._assert_untouched(path, path.read_bytes(), membolt.CorruptStoreError)
+        assert not path.with_name("notes.redb.sync").exists()  # no file of ours beside it
 
     def test_truncated_store(self, store_path: Path) -> None:
         MemoryStore(store_path).save("k", "v" * 1000)
@@ -351,6 +357,7 @@ class TestForeignAndCorruptFiles:
         path = tmp_path / "other.redb"
         membolt._core._write_test_fixture(str(path), "foreign")
         self._assert_untouched(path, path.read_bytes(), membolt.CorruptStoreError)
+        assert not path.with_name("other.redb.sync").exists()
 
     def test_newer_schema_is_refused(self, tmp_path: Path) -> None:
         path = tmp_path / "future.redb"
@@ -361,6 +368,7 @@ class TestForeignAndCorruptFiles:
         with pytest.raises(membolt.StoreVersionError):
             MemoryStore(path).save("k", "v")
         assert path.read_bytes() == before
+        assert not path.with_name("future.redb.sync").exists()
 
     def test_empty_file_is_a_new_store(self, store_path: Path) -> None:
         store_path.parent.mkdir(parents=True)

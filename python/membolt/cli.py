@@ -37,8 +37,14 @@ def _store_location(args: argparse.Namespace) -> Path:
     return project_store_path(getattr(args, "cwd", None))
 
 
-def open_store(args: argparse.Namespace) -> MemoryStore:
-    return MemoryStore(_store_location(args), timeout=args.timeout)
+def open_store(args: argparse.Namespace, *, writes: bool = False) -> MemoryStore:
+    """The store the command works on. A command that only reads refuses a
+    ``--db`` file that does not exist (a typo would otherwise read as an empty
+    store, and opening it would create its directory)."""
+    location = _store_location(args)
+    if not writes and getattr(args, "db", None) is not None and not location.exists():
+        raise CommandError(f"no store at {location}")
+    return MemoryStore(location, timeout=args.timeout)
 
 
 def _iso(ms: int) -> str:
@@ -54,7 +60,7 @@ def _iso(ms: int) -> str:
 
 
 def cmd_save(args: argparse.Namespace) -> None:
-    entry = open_store(args).save(args.key, args.value, type=args.type)
+    entry = open_store(args, writes=True).save(args.key, args.value, type=args.type)
     print(f"saved {tools.quote(entry.key)} [{entry.type}]")
 
 
@@ -66,7 +72,7 @@ def cmd_get(args: argparse.Namespace) -> None:
 
 
 def cmd_delete(args: argparse.Namespace) -> None:
-    if not open_store(args).delete(args.key):
+    if not open_store(args, writes=True).delete(args.key):
         raise CommandError(f"no memory entry {tools.quote(args.key)}")
     print(f"deleted {tools.quote(args.key)}")
 
@@ -139,7 +145,7 @@ def cmd_import(args: argparse.Namespace) -> None:
         entries = transfer.parse(transfer.decoded_lines(source), progress)
     if show_progress:
         print(f"\rwriting {len(entries):,} entries ...", end="", file=sys.stderr, flush=True)
-    written = transfer.import_entries(open_store(args), entries)
+    written = transfer.import_entries(open_store(args, writes=True), entries)
     if show_progress:
         print("\r", end="", file=sys.stderr)
     print(f"imported {len(entries)} entries ({written} new or changed)")
