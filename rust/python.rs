@@ -566,7 +566,8 @@ impl PyStore {
         now_ms: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
         let focus = optional_text_arg(focus, "focus")?.unwrap_or_default();
-        let max_tokens = optional_clamped_int(max_tokens, "max_tokens")?.unwrap_or(500);
+        let max_tokens = optional_clamped_int(max_tokens, "max_tokens")?
+            .unwrap_or(crate::render::DEFAULT_MAX_TOKENS);
         let now_ms = optional_clamped_int(now_ms, "now_ms")?;
         self.run(py, |s| s.render(&focus, max_tokens, now_ms))
     }
@@ -919,6 +920,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEBUG_BUILD", cfg!(debug_assertions))?;
     m.add("MAX_KEY_BYTES", store::MAX_KEY_BYTES)?;
     m.add("DEFAULT_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)?;
+    m.add("DEFAULT_MAX_TOKENS", crate::render::DEFAULT_MAX_TOKENS)?;
     m.add("TOOL_RESULT_CAP", store::TOOL_RESULT_CAP)?;
     m.add("THINKING_CAP", store::THINKING_CAP)?;
     m.add("LOW_SIGNAL_CAP", store::LOW_SIGNAL_CAP)?;

@@ -32,6 +32,8 @@ pub const LEGEND: &str = "Legend: workflow chain, parents before children. \"key
 
 /// §5.1: budget bytes per token.
 pub const BYTES_PER_TOKEN: i64 = 4;
+/// §5.1: the budget of a block when the caller gives none.
+pub const DEFAULT_MAX_TOKENS: i64 = 500;
 
 /// §5.6: at most this many focus matches.
 pub const MAX_FOCUS_MATCHES: usize = 5;

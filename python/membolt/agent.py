@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
-from . import tools
+from . import _core, tools
 from .compaction import parse_summary
 from .errors import QueryError
 from .extract import (
@@ -77,7 +77,9 @@ class AgentMemory:
 
     # ----- the system prompt ----------------------------------------------
 
-    def system_prompt_section(self, focus: str = "", max_tokens: int = 500) -> str:
+    def system_prompt_section(
+        self, focus: str = "", max_tokens: int = _core.DEFAULT_MAX_TOKENS
+    ) -> str:
         """The memory part of the system prompt (BEHAVIOUR §5.9)."""
         from .prompt import system_prompt_section
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from . import _core
 from ._core import Store, escape_line
 
 #: The first sentences are fixed by §5.9; the rest says, in membolt's words,
@@ -29,7 +30,10 @@ MEMORY_KEYS_SHOWN: Final[int] = 100
 
 
 def system_prompt_section(
-    store: Store, focus: str, max_tokens: int = 500, now_ms: int | None = None
+    store: Store,
+    focus: str,
+    max_tokens: int = _core.DEFAULT_MAX_TOKENS,
+    now_ms: int | None = None,
 ) -> str:
     """The §5.9 section for ``focus`` (the current user prompt).
 
