@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import membolt
 from membolt import MemoryStore, StoreError
 from membolt.transfer import ImportFormatError, decoded_lines, export, import_entries, parse
 
@@ -30,6 +31,15 @@ def test_round_trip_keeps_every_field(store: MemoryStore, tmp_path: Path) -> Non
     assert [e.to_dict() for e in copy.entries()] == [e.to_dict() for e in store.entries()]
     assert import_entries(copy, parse(lines)) == 0  # importing twice changes nothing
     assert exported(copy) == lines
+    # ... not even the file's bytes: nothing to write takes no write lease.
+    copy.close()
+    membolt._core._release_all()
+    before = (tmp_path / "copy.redb").read_bytes()
+    again = MemoryStore(tmp_path / "copy.redb")
+    assert import_entries(again, parse(lines)) == 0
+    again.close()
+    membolt._core._release_all()
+    assert (tmp_path / "copy.redb").read_bytes() == before
 
 
 def test_import_never_moves_the_clock_back(store: MemoryStore, tmp_path: Path) -> None:
