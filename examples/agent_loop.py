@@ -6,9 +6,10 @@
 
 What membolt adds to an ordinary loop is marked ``# memory``: the memory
 section of the system prompt, the five memory tools, and three hooks that
-extract facts from every turn and tool result. The ``--script`` model plays
-canned replies (including tool calls), so the example runs without network
-access; the tests use it to check that an agent resumes after a restart.
+extract facts from every turn and tool result. Without ``--live``, a scripted
+model plays canned replies (including tool calls), so the example runs
+without network access; the tests use it to check that an agent resumes
+after a restart.
 """
 
 from __future__ import annotations

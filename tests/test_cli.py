@@ -249,7 +249,15 @@ def test_output_problems(db: str) -> None:
 
 def test_reading_a_missing_store_file_is_an_error(tmp_path: Path) -> None:
     missing = tmp_path / "typo" / "memory.redb"
-    for command in (["list"], ["get", "k"], ["search", "x"], ["stats"], ["render"], ["export"]):
+    for command in (
+        ["list"],
+        ["get", "k"],
+        ["delete", "k"],
+        ["search", "x"],
+        ["stats"],
+        ["render"],
+        ["export"],
+    ):
         assert f"no store at {missing}" in fails("--db", str(missing), *command)
     assert not (tmp_path / "typo").exists()  # nothing created on the way
     fifo = tmp_path / "fifo"

@@ -71,7 +71,7 @@ def cmd_get(args: argparse.Namespace) -> None:
 
 
 def cmd_delete(args: argparse.Namespace) -> None:
-    if not open_store(args, writes=True).delete(args.key):
+    if not open_store(args).delete(args.key):
         raise CommandError(f"no memory entry {tools.quote(args.key)}")
     print(f"deleted {tools.quote(args.key)}")
 
