@@ -94,7 +94,8 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
         read_already,
         &mut report,
     )?;
-    if sync.position().is_none() {
+    // Read-only: a missing sidecar is not created by looking at it.
+    if !sync.exists() || sync.position().is_none() {
         report
             .notes
             .push("no usable .sync sidecar: the next write creates one (nothing is lost)".into());

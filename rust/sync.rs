@@ -110,6 +110,12 @@ impl SyncFile {
         self.file.as_ref()
     }
 
+    /// Whether the sidecar file exists (looking for it through the other
+    /// methods creates it).
+    pub(crate) fn exists(&self) -> bool {
+        self.path.exists()
+    }
+
     /// Deletes the sidecar if nothing was ever written to it (it was only
     /// created by looking for it).
     pub(crate) fn remove_if_unused(&mut self) {

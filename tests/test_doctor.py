@@ -149,3 +149,16 @@ def test_a_flipped_bit_inside_a_value_is_found(tmp_path: Path) -> None:
     assert report["problem_count"] >= 1
     assert any("checksum" in p or "integrity" in p for p in report["problems"])
     assert path.read_bytes() == bytes(data)
+
+
+def test_doctor_creates_no_sidecar(tmp_path: Path) -> None:
+    path = tmp_path / "s.redb"
+    store = MemoryStore(path)
+    store.save("k", "v")
+    store.close()
+    membolt._core._release_all()
+    sidecar = tmp_path / "s.redb.sync"
+    sidecar.unlink()
+    report = membolt._core._inspect(path)
+    assert any("no usable .sync sidecar" in note for note in report["notes"])
+    assert not sidecar.exists()
