@@ -281,14 +281,8 @@ mod tests {
 
     #[test]
     fn agrees_with_a_scan_under_random_edits() {
-        // A small xorshift so the test needs no crate.
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut random = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || random(u64::MAX);
         let mut tree = FillTree::default();
         tree.rebuild(Vec::new(), &[]);
         // Model: slot -> (id, cost), tombstones as None.

@@ -19,6 +19,8 @@ pub mod render_index;
 pub mod search;
 pub mod store;
 mod sync;
+#[cfg(test)]
+mod test_rng;
 pub mod text;
 pub mod token_index;
 

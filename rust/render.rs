@@ -507,13 +507,7 @@ mod tests {
     /// with scoring every candidate, on random stores and focus strings.
     #[test]
     fn newest_first_focus_path_agrees_with_full_scoring() {
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
         let vocabulary = [
             "alpha", "alps", "beta", "gamma", "gam", "delta", "omega", "zeta",
         ];

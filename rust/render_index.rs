@@ -603,13 +603,7 @@ mod tests {
     /// The substring pre-check never hides a done or resolved value.
     #[test]
     fn marker_precheck_is_a_necessary_condition() {
-        let mut seed: u64 = 0x1234_5678_9abc_def1;
-        let mut next = move |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = crate::test_rng::xorshift(0x1234_5678_9abc_def1);
         let pieces: Vec<&str> = DONE_MARKERS
             .iter()
             .chain(RESOLVED_MARKERS)

@@ -519,13 +519,7 @@ mod tests {
 
     #[test]
     fn bulk_and_incremental_indexes_agree_with_the_definition() {
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
         let pieces = [
             "Build",
             "build",

@@ -1065,13 +1065,7 @@ mod tests {
                 "{byte}"
             );
         }
-        let mut seed: u64 = 0x0123_4567_89ab_cdef;
-        let mut next = move |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = crate::test_rng::xorshift(0x0123_4567_89ab_cdef);
         let classes: [&[u8]; 5] = [b"aZ09mQ", b" -_:.", b"\x80\xc3\xff", b"@[`{/", b"xyzXYZ123"];
         for round in 0..3000 {
             let len = match round % 4 {
@@ -1124,13 +1118,7 @@ mod tests {
     /// the two-thread build too.
     #[test]
     fn base_and_delta_agree_with_the_definition_under_random_edits() {
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
         let words = [
             "alpha",
             "Alpine",
