@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -221,28 +222,20 @@ def test_failed_export_to_stdout_prints_nothing(tmp_path: Path) -> None:
 
 
 def test_output_problems(db: str) -> None:
+    def listing(redirect: str) -> subprocess.CompletedProcess[str]:
+        command = f"{sys.executable} -m membolt.cli --db {shlex.quote(db)} list {redirect}"
+        return subprocess.run(
+            command, shell=True, capture_output=True, text=True, check=False, timeout=120
+        )
+
     # A closed stdout is one error line; a reader that stops early is no error.
-    closed = subprocess.run(
-        f"{sys.executable} -m membolt.cli --db {db} list >&-",
-        shell=True,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    closed = listing(">&-")
     assert closed.returncode == 1
     assert closed.stderr == "membolt: error: standard output is closed\n"
     bulk = MemoryStore(db)
     bulk.save_many([(f"bulk:{i:05d}", "x") for i in range(3000)], caps=False)
     bulk.close()
-    piped = subprocess.run(
-        f"{sys.executable} -m membolt.cli --db {db} list | head -1",
-        shell=True,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    piped = listing("| head -1")
     assert piped.stdout == "bulk:00000\n"
     assert piped.stderr == ""
 
