@@ -271,16 +271,21 @@ TOOL_CALLS = [
 CANONICAL = {"remember": "memory_save", "recall": "memory_search", "forget": "memory_delete"}
 
 
+def assert_every_tool_reports(store: MemoryStore, path: Path) -> None:
+    """Every tool (and alias) answers an error naming itself and the file."""
+    memory = AgentMemory(store)
+    for name, arguments in TOOL_CALLS:
+        answer = memory.call_tool(name, arguments)
+        message = error_of(answer)
+        assert message.startswith(f"{CANONICAL.get(name, name)}: "), answer
+        assert str(path) in message
+
+
 @pytest.mark.slow
 def test_busy_store_errors_are_tool_results(store_path: Path) -> None:
     holder = hold_store(store_path, 60)
     try:
-        memory = AgentMemory(MemoryStore(store_path, timeout=0.2))
-        for name, arguments in TOOL_CALLS:
-            answer = memory.call_tool(name, arguments)
-            message = error_of(answer)
-            assert message.startswith(f"{CANONICAL.get(name, name)}: "), answer
-            assert str(store_path) in message
+        assert_every_tool_reports(MemoryStore(store_path, timeout=0.2), store_path)
     finally:
         stop(holder)
     # None of the calls wrote anything.
@@ -306,10 +311,5 @@ def test_corrupt_store_errors_are_tool_results_and_leave_the_file(
     path = tmp_path / "memory.redb"
     damage(path)  # type: ignore[operator]
     before = path.read_bytes()
-    memory = AgentMemory(MemoryStore(path, timeout=0.5))
-    for name, arguments in TOOL_CALLS:
-        answer = memory.call_tool(name, arguments)
-        message = error_of(answer)
-        assert message.startswith(f"{CANONICAL.get(name, name)}: "), answer
-        assert str(path) in message
+    assert_every_tool_reports(MemoryStore(path, timeout=0.5), path)
     assert path.read_bytes() == before

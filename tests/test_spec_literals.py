@@ -10,6 +10,7 @@ returns and what the agent integration captures.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,25 +98,30 @@ def case_forms(marker: str) -> list[str]:
     return [marker, marker.upper(), marker.title()]
 
 
-@pytest.mark.parametrize("marker", SPEC_DONE_MARKERS)
-def test_done_marker_makes_progress_done(tmp_path: Path, marker: str) -> None:
+def stores_per_case_form(tmp_path: Path, marker: str) -> Iterator[tuple[str, MemoryStore]]:
+    """Each letter-case form of ``marker`` with a fresh store of its own."""
     for n, form in enumerate(case_forms(marker)):
         with MemoryStore(tmp_path / f"m{n}.redb") as store:
-            store.save("progress:old", "still going")
-            store.save("progress:new", form)
-            # A done entry is no resume point: the older, unfinished one is.
-            assert resume_key(store) == "progress:old", form
+            yield form, store
+
+
+@pytest.mark.parametrize("marker", SPEC_DONE_MARKERS)
+def test_done_marker_makes_progress_done(tmp_path: Path, marker: str) -> None:
+    for form, store in stores_per_case_form(tmp_path, marker):
+        store.save("progress:old", "still going")
+        store.save("progress:new", form)
+        # A done entry is no resume point: the older, unfinished one is.
+        assert resume_key(store) == "progress:old", form
 
 
 @pytest.mark.parametrize("marker", SPEC_NOT_DONE_MARKERS)
 def test_not_done_marker_wins_over_a_done_marker(tmp_path: Path, marker: str) -> None:
-    for n, form in enumerate(case_forms(marker)):
-        with MemoryStore(tmp_path / f"m{n}.redb") as store:
-            store.save("progress:old", "still going")
-            store.save("progress:new", f"{form}, done")
-            # "done" alone would make the entry done; the not-done marker
-            # keeps it open, so the newest entry is the resume point.
-            assert resume_key(store) == "progress:new", form
+    for form, store in stores_per_case_form(tmp_path, marker):
+        store.save("progress:old", "still going")
+        store.save("progress:new", f"{form}, done")
+        # "done" alone would make the entry done; the not-done marker keeps
+        # it open, so the newest entry is the resume point.
+        assert resume_key(store) == "progress:new", form
 
 
 @pytest.mark.parametrize("marker", SPEC_NOT_DONE_MARKERS)
@@ -130,12 +136,11 @@ def test_not_done_marker_alone_keeps_every_resume_type_open(
 
 @pytest.mark.parametrize("marker", SPEC_RESOLVED_MARKERS)
 def test_resolved_marker_resolves_the_error(tmp_path: Path, marker: str) -> None:
-    for n, form in enumerate(case_forms(marker)):
-        with MemoryStore(tmp_path / f"m{n}.redb") as store:
-            store.save("error:old", "migrate step 3 panics")
-            store.save("error:new", form)
-            # A resolved error is skipped: the older one is reported.
-            assert error_key(store) == "error:old", form
+    for form, store in stores_per_case_form(tmp_path, marker):
+        store.save("error:old", "migrate step 3 panics")
+        store.save("error:new", form)
+        # A resolved error is skipped: the older one is reported.
+        assert error_key(store) == "error:old", form
 
 
 @pytest.mark.parametrize("marker", SPEC_RESOLVED_MARKERS)
@@ -146,13 +151,12 @@ def test_resolved_marker_alone_leaves_no_unresolved_error(store: MemoryStore, ma
 
 @pytest.mark.parametrize("marker", SPEC_REOPENED_MARKERS)
 def test_reopened_marker_wins_over_a_resolved_marker(tmp_path: Path, marker: str) -> None:
-    for n, form in enumerate(case_forms(marker)):
-        with MemoryStore(tmp_path / f"m{n}.redb") as store:
-            store.save("error:old", "migrate step 3 panics")
-            store.save("error:new", f"{form}; fixed")
-            # "fixed" alone would resolve it; the reopened marker keeps the
-            # newest error unresolved.
-            assert error_key(store) == "error:new", form
+    for form, store in stores_per_case_form(tmp_path, marker):
+        store.save("error:old", "migrate step 3 panics")
+        store.save("error:new", f"{form}; fixed")
+        # "fixed" alone would resolve it; the reopened marker keeps the
+        # newest error unresolved.
+        assert error_key(store) == "error:new", form
 
 
 # ---------------------------------------------------------------------------
