@@ -21,6 +21,7 @@ use redb::{
 
 use crate::entry::Entry;
 use crate::error::{Result, StoreError};
+use crate::journal::Journal;
 use crate::lease;
 use crate::quiet_panic::catch;
 use crate::store::{self, MAX_KEY_BYTES};
@@ -78,22 +79,28 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
         })
     })
     .unwrap_or_else(|_| Err(engine_failure(path)))?;
-    let read_already = match opened {
+    let journal = Journal::new(path);
+    let state = match opened {
         Ok(db) => {
-            catch(|| read_everything(&db, path, &mut report))
-                .unwrap_or_else(|_| Err(engine_failure(path)))?;
-            true
+            // Changes only the journal holds are read after a replay on the
+            // copy, as the next open will see them.
+            let pending = catch(|| {
+                let rtx = db.begin_read().map_err(|e| store::storage(path, e))?;
+                store::journal_has_changes(&rtx, &journal, path)
+            })
+            .unwrap_or_else(|_| Err(engine_failure(path)))?;
+            if pending {
+                FileState::CleanWithJournal
+            } else {
+                catch(|| read_everything(&db, path, &mut report))
+                    .unwrap_or_else(|_| Err(engine_failure(path)))?;
+                FileState::ReadAlready
+            }
         }
-        Err(DatabaseError::RepairAborted) => false,
+        Err(DatabaseError::RepairAborted) => FileState::NeedsRecovery,
         Err(other) => return Err(lease::map_database_error(path, other)),
     };
-    check_copy(
-        path,
-        (started, deadline),
-        &mut sync,
-        read_already,
-        &mut report,
-    )?;
+    check_copy(path, (started, deadline), &mut sync, state, &mut report)?;
     // Read-only: a missing sidecar is not created by looking at it.
     if !sync.exists() || sync.position().is_none() {
         report
@@ -112,9 +119,10 @@ fn check_copy(
     path: &Path,
     (started, deadline): (Instant, Instant),
     sync: &mut SyncFile,
-    read_already: bool,
+    state: FileState,
     report: &mut Report,
 ) -> Result<()> {
+    let read_already = state == FileState::ReadAlready;
     let source = lease::open_with_retry(path, deadline, started, sync, || {
         let file = File::open(path).map_err(StorageError::from)?;
         match file.try_lock_shared() {
@@ -150,12 +158,24 @@ fn check_copy(
         }
         Err(_) => return Err(engine_failure(path)),
     };
-    if !read_already {
+    if state == FileState::NeedsRecovery {
         report.notes.push(
             "the file was not closed cleanly (a process was killed); the crash recovery \
              that the next write runs succeeds (checked on a copy)"
                 .into(),
         );
+    }
+    if !read_already {
+        let replayed = catch(|| store::replay_journal(&db, &Journal::new(path), path, |_| {}))
+            .unwrap_or_else(|_| Err(engine_failure(path)))?;
+        if replayed.records > 0 {
+            report.notes.push(format!(
+                "{} change(s) are only in the journal (their writer ended without \
+                 committing them to the file, e.g. it was killed); the next open applies \
+                 them (checked on a copy)",
+                replayed.records
+            ));
+        }
     }
     let damage = match catch(|| db.check_integrity()) {
         Ok(Ok(true)) => None,
@@ -170,6 +190,17 @@ fn check_copy(
         return Ok(());
     }
     catch(|| read_everything(&db, path, report)).unwrap_or_else(|_| Err(engine_failure(path)))
+}
+
+/// What the read-only open found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FileState {
+    /// Clean and complete: read through the read-only handle.
+    ReadAlready,
+    /// Clean, but the journal holds changes it lacks.
+    CleanWithJournal,
+    /// Left by a killed writer: readable only after crash recovery.
+    NeedsRecovery,
 }
 
 /// A panic inside redb means damage it did not report as an error.

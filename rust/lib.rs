@@ -10,6 +10,7 @@ pub mod entry;
 pub mod error;
 pub mod fill_tree;
 pub mod graph;
+mod journal;
 mod lease;
 pub mod mirror;
 pub mod query;

@@ -5,11 +5,12 @@
 //! * `meta` (`&str -> &[u8]`): `format` = `membolt`, `schema` (u64 LE),
 //!   `store_id` (16 random bytes, new for every new file), `clock` (i64 LE,
 //!   written by transactions that delete: the newest stamp may then be gone,
-//!   and the clock must never go back).
+//!   and the clock must never go back), `journal_seq` (u64 LE, the number
+//!   of the newest change the file holds; see `journal.rs`).
 //! * `entries` (`&str -> &[u8]`): key -> [`Entry::encode`].
 //!
-//! A save commits to `entries` alone: every extra table is another B-tree
-//! path to rewrite and flush on every commit.
+//! Beside the file: the `.sync` sidecar (`sync.rs`) and the `.journal`
+//! (`journal.rs`).
 //!
 //! # Reading and writing
 //! Reads are served from the mirror. It is known fresh while this process
@@ -22,10 +23,15 @@
 //! one thread, records decoded on two) into the mirror's key map only; each
 //! index is built in bulk by the first call that needs it (see `mirror.rs`).
 //!
-//! Writes take the write lease, catch up, then run one redb write transaction
-//! in which every changed key is written and logged and the mirror is updated
-//! alongside with an undo log: if anything fails before the commit returns,
-//! the mirror is rolled back, so it never shows what the file does not hold.
+//! Writes take the write lease (replaying the journal if a previous holder
+//! left changes only there) and catch up. Each change is then applied to the
+//! lease's open redb write transaction, announced in the sidecar, and made
+//! durable by one journal record; the mirror is updated alongside with an
+//! undo log: if anything fails before the record is down, the mirror is
+//! rolled back, so it never shows a change that did not return. The
+//! transaction is committed when the lease ends, or durably when the journal
+//! is full (or unavailable: then every change is a durable commit of its
+//! own).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -36,12 +42,14 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redb::{
-    Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition, TableHandle,
+    Database, Durability, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition,
+    TableHandle,
 };
 
 use crate::entry::{DecodeError, Entry, Interner};
 use crate::error::{Result, StoreError};
 use crate::graph;
+use crate::journal::{Change, Journal, Record};
 use crate::lease::{self, LeaseHolder};
 use crate::mirror::Mirror;
 use crate::quiet_panic::catch;
@@ -51,6 +59,8 @@ use crate::sync::{Position, SyncFile};
 
 pub(crate) const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// Meta key: the number of the newest change the file holds (see journal.rs).
+const JOURNAL_SEQ: &str = "journal_seq";
 /// Every table a membolt store has.
 pub(crate) const TABLE_NAMES: [&str; 2] = ["entries", "meta"];
 
@@ -154,10 +164,21 @@ struct State {
     holds: usize,
     /// When this process last gave the lock to a waiter.
     yielded_at: Option<Instant>,
+    journal: Journal,
+    /// Whether this lease's changes are made durable by the journal (see
+    /// journal.rs) rather than by a redb commit each.
+    journal_on: bool,
+    /// The number of the newest change, known while the lease is held.
+    journal_seq: u64,
 }
 
 struct Lease {
     db: Database,
+    /// The write transaction the lease's journaled changes go to; committed
+    /// when the lease ends (see journal.rs).
+    wtx: Option<redb::WriteTransaction>,
+    /// Whether `wtx` holds changes.
+    uncommitted: bool,
     taken: Instant,
     last_used: Instant,
 }
@@ -202,6 +223,9 @@ impl Store {
                     verified: false,
                     holds: 0,
                     yielded_at: None,
+                    journal: Journal::new(&path),
+                    journal_on: false,
+                    journal_seq: 0,
                 }),
             });
             registry.insert(path, Arc::downgrade(&shared));
@@ -627,7 +651,24 @@ impl State {
     fn read_file(&mut self, ctx: &CallContext<'_>) -> Result<()> {
         // Another process may be initialising the file right now: only a
         // handle (which waits for its lock) may look at the contents.
-        let db = open_read_only(ctx, &mut self.sync)?;
+        let mut db = open_read_only(ctx, &mut self.sync)?;
+        if let ReadHandle::ReadOnly(_) = &db
+            && self.journal_pending(&db, ctx.path)?
+        {
+            // A lease that ended without committing: its changes live only
+            // in the journal until a write handle replays them.
+            drop(db);
+            db = ReadHandle::Repaired(lease::open_database(
+                ctx.path,
+                ctx.deadline,
+                ctx.started,
+                &mut self.sync,
+            )?);
+        }
+        if let ReadHandle::Repaired(db) = &db {
+            // A crashed writer: its last changes may live only in the journal.
+            self.replay_journal(db, ctx.path)?;
+        }
         if !self.verified {
             self.mirror = None; // load the whole file, checking every record
         }
@@ -657,6 +698,8 @@ impl State {
         let now = Instant::now();
         let mut lease = Lease {
             db,
+            wtx: None,
+            uncommitted: false,
             taken: now,
             last_used: now,
         };
@@ -685,7 +728,30 @@ impl State {
         }
         // With the write lock held, nobody else can be writing the sidecar.
         self.sync.initialise();
+        self.journal_on = self.journal.begin_lease();
+        self.journal_seq = self.replay_journal(&lease.db, path)?;
+
         self.catch_up(&lease.db, path)
+    }
+
+    /// Whether the journal holds changes the file does not (see journal.rs).
+    fn journal_pending(&self, db: &impl BeginRead, path: &Path) -> Result<bool> {
+        let rtx = db.read_txn().map_err(|e| storage(path, e))?;
+        journal_has_changes(&rtx, &self.journal, path)
+    }
+
+    /// With a write handle just opened: re-applies the journaled changes
+    /// redb lacks (a crash, or a lease that ended without committing),
+    /// announcing their keys to every mirror. Returns redb's `journal_seq`
+    /// afterwards.
+    fn replay_journal(&mut self, db: &Database, path: &Path) -> Result<u64> {
+        let sync = &mut self.sync;
+        let replayed = replay_journal(db, &self.journal, path, |keys| {
+            if let Some(now) = sync.position() {
+                sync.append(now, keys.iter().copied());
+            }
+        })?;
+        Ok(replayed.seq)
     }
 
     /// Brings the mirror up to the file's state, with a redb handle held (so
@@ -729,26 +795,65 @@ impl State {
         Ok(())
     }
 
-    /// Runs `op` in one write transaction and commits it (see module docs).
+    /// Runs `op` as one atomic change and makes it durable (see the module
+    /// docs): in the lease's open write transaction plus one journal record,
+    /// or, without a journal, in a durable redb commit of its own.
     fn commit<R>(&mut self, path: &Path, op: impl FnOnce(&mut Txn<'_>) -> Result<R>) -> Result<R> {
+        self.apply(path, op).map_err(|Failed { error, abandon }| {
+            if abandon && let Some(mut lease) = self.lease.take() {
+                // The lease's open transaction is gone with the failed
+                // change, and with it the lease's earlier changes: they are
+                // in the journal, so replay them now. Should that fail, the
+                // lease ends here and the next handle replays them.
+                lease.wtx = None;
+                lease.uncommitted = false;
+                if let Ok(seq) = self.replay_journal(&lease.db, path) {
+                    self.journal_seq = seq;
+                    self.journal.restart();
+                    self.lease = Some(lease);
+                } else {
+                    let _ = lease.db.close();
+                }
+            }
+            error
+        })
+    }
+
+    fn apply<R>(
+        &mut self,
+        path: &Path,
+        op: impl FnOnce(&mut Txn<'_>) -> Result<R>,
+    ) -> std::result::Result<R, Failed> {
         let State {
             lease,
             mirror,
             sync,
             seen,
+            journal,
+            journal_on,
+            journal_seq,
             ..
         } = self;
         let lease = lease.as_mut().expect("commit runs with the lease");
         let mirror = mirror.as_mut().expect("the lease comes with a mirror");
         lease.last_used = Instant::now();
         let saved_clock = mirror.clock;
-        let wtx = lease.db.begin_write().map_err(|e| storage(path, e))?;
+        let wtx = match lease.wtx.take() {
+            Some(wtx) => wtx,
+            None => lease
+                .db
+                .begin_write()
+                .map_err(|e| Failed::keeping_lease(storage(path, e)))?,
+        };
+        let seq = *journal_seq + 1;
         let mut undo = Vec::new();
+        let mut record_changes = Vec::new();
         let outcome = (|| {
             let mut txn = Txn {
                 entries: wtx.open_table(ENTRIES).map_err(|e| storage(path, e))?,
                 mirror: &mut *mirror,
                 undo: &mut undo,
+                changes: &mut record_changes,
                 deleted: false,
                 path,
             };
@@ -763,15 +868,20 @@ impl State {
         })();
         let value = match outcome {
             Ok(value) => value,
+            Err(error) if undo.is_empty() && !is_storage_failure(&error) => {
+                // Refused before changing anything: the transaction (and the
+                // lease's earlier changes in it) stays usable.
+                lease.wtx = Some(wtx);
+                return Err(Failed::keeping_lease(error));
+            }
             Err(error) => {
                 mirror.roll_back(undo, saved_clock);
-                drop(wtx); // aborts
-                return Err(error);
+                return Err(Failed::abandoning_lease(error)); // drops `wtx`: aborted
             }
         };
         if undo.is_empty() {
-            drop(wtx); // nothing changed: nothing to commit
-            return Ok(value);
+            lease.wtx = Some(wtx);
+            return Ok(value); // nothing changed: nothing to make durable
         }
         // Announce the change before it becomes visible, under the lock (see
         // sync.rs); without a usable sidecar, the next read refreshes fully.
@@ -779,17 +889,33 @@ impl State {
         changed.sort_unstable();
         changed.dedup();
         let position = seen.and_then(|from| sync.append(from, changed));
-        match wtx.commit() {
-            Ok(()) => {
-                *seen = position;
-                lease.last_used = Instant::now();
-                Ok(value)
-            }
-            Err(error) => {
-                mirror.roll_back(undo, saved_clock);
-                Err(storage(path, error))
-            }
+        let record = journal_on
+            .then(|| journal.prepare(seq, &mirror.store_id, mirror.clock, &record_changes))
+            .flatten();
+        let durable = match record {
+            Some(record) => match journal.write_record(&record) {
+                Ok(()) => {
+                    lease.wtx = Some(wtx);
+                    lease.uncommitted = true;
+                    Ok(())
+                }
+                Err(error) => Err(StoreError::io(journal.path(), error)),
+            },
+            // No journal, or a record too big for what is left of it: a
+            // durable redb commit (of the lease's earlier changes too).
+            None => commit_durably(wtx, seq, path).map(|()| {
+                lease.uncommitted = false;
+                journal.restart();
+            }),
+        };
+        if let Err(error) = durable {
+            mirror.roll_back(undo, saved_clock);
+            return Err(Failed::abandoning_lease(error));
         }
+        *seen = position;
+        *journal_seq = seq;
+        lease.last_used = Instant::now();
+        Ok(value)
     }
 
     /// End of a call: keep the lease for the rest of the burst unless another
@@ -810,12 +936,160 @@ impl State {
     }
 
     fn release(&mut self) {
-        if let Some(lease) = self.lease.take() {
+        if let Some(mut lease) = self.lease.take() {
+            if let Some(wtx) = lease.wtx.take()
+                && lease.uncommitted
+            {
+                // Non-durable: the close makes it durable. Should either
+                // fail, the next holder replays the journal instead.
+                let seq = self.journal_seq;
+                let _ = catch(|| finish_lease(wtx, seq));
+            }
             // A failed close leaves the file for the next open to repair;
-            // every commit is already durable.
+            // every change is already durable (in redb or in the journal).
             let _ = lease.db.close();
         }
     }
+}
+
+/// Whether `journal` holds changes the store (as `rtx` sees it) lacks.
+pub(crate) fn journal_has_changes(
+    rtx: &redb::ReadTransaction,
+    journal: &Journal,
+    path: &Path,
+) -> Result<bool> {
+    let meta = read_meta(rtx, path)?;
+    journal
+        .has_pending(&meta.store_id, meta.journal_seq)
+        .map_err(|e| StoreError::io(journal.path(), e))
+}
+
+/// What [`replay_journal`] did.
+pub(crate) struct Replayed {
+    /// redb's `journal_seq` afterwards.
+    pub seq: u64,
+    /// How many journal records were applied.
+    pub records: usize,
+}
+
+/// With a write handle on the store: applies, in one durable commit, the
+/// journal records that follow redb's `journal_seq` (see journal.rs),
+/// calling `announce` with their keys just before the commit.
+pub(crate) fn replay_journal(
+    db: &Database,
+    journal: &Journal,
+    path: &Path,
+    announce: impl FnOnce(&BTreeSet<&str>),
+) -> Result<Replayed> {
+    let meta = {
+        let rtx = db.begin_read().map_err(|e| storage(path, e))?;
+        read_meta(&rtx, path)?
+    };
+    let records = journal
+        .pending(&meta.store_id, meta.journal_seq)
+        .map_err(|e| StoreError::io(journal.path(), e))?;
+    let Some(last) = records.last().map(|record| record.seq) else {
+        return Ok(Replayed {
+            seq: meta.journal_seq,
+            records: 0,
+        });
+    };
+    let wtx = db.begin_write().map_err(|e| storage(path, e))?;
+    let mut clock = meta.clock;
+    {
+        let mut entries = wtx.open_table(ENTRIES).map_err(|e| storage(path, e))?;
+        for Record {
+            changes, clock: at, ..
+        } in &records
+        {
+            clock = clock.max(*at);
+            for (key, value) in changes {
+                match value {
+                    Some(bytes) => entries.insert(key.as_str(), bytes.as_slice()).map(drop),
+                    None => entries.remove(key.as_str()).map(drop),
+                }
+                .map_err(|e| storage(path, e))?;
+            }
+        }
+        let mut meta_table = wtx.open_table(META).map_err(|e| storage(path, e))?;
+        meta_table
+            .insert("clock", clock.to_le_bytes().as_slice())
+            .map_err(|e| storage(path, e))?;
+        meta_table
+            .insert(JOURNAL_SEQ, last.to_le_bytes().as_slice())
+            .map_err(|e| storage(path, e))?;
+    }
+    let keys: BTreeSet<&str> = records
+        .iter()
+        .flat_map(|record| record.changes.iter().map(|(key, _)| key.as_str()))
+        .collect();
+    announce(&keys);
+    wtx.commit().map_err(|e| storage(path, e))?;
+    Ok(Replayed {
+        seq: last,
+        records: records.len(),
+    })
+}
+
+impl Drop for State {
+    /// The last handle on a store went away: end its lease as `release`
+    /// does, committing its transaction (dropping the `Lease` as is would
+    /// close the database first and then abort the transaction, leaving its
+    /// changes to a journal replay).
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Whether `error` came from the file rather than from the arguments: the
+/// transaction it happened in cannot be trusted any more.
+fn is_storage_failure(error: &StoreError) -> bool {
+    matches!(error, StoreError::Io { .. } | StoreError::Corrupt { .. })
+}
+
+/// A change that could not be applied.
+struct Failed {
+    error: StoreError,
+    /// Whether the lease's open transaction was lost with it.
+    abandon: bool,
+}
+
+impl Failed {
+    fn keeping_lease(error: StoreError) -> Self {
+        Failed {
+            error,
+            abandon: false,
+        }
+    }
+
+    fn abandoning_lease(error: StoreError) -> Self {
+        Failed {
+            error,
+            abandon: true,
+        }
+    }
+}
+
+/// Commits `wtx` durably, recording `seq` as the newest change redb holds.
+fn commit_durably(mut wtx: redb::WriteTransaction, seq: u64, path: &Path) -> Result<()> {
+    wtx.open_table(META)
+        .map_err(|e| storage(path, e))?
+        .insert(JOURNAL_SEQ, seq.to_le_bytes().as_slice())
+        .map_err(|e| storage(path, e))?;
+    wtx.set_durability(Durability::Immediate)
+        .map_err(|e| storage(path, e))?;
+    wtx.commit().map_err(|e| storage(path, e))
+}
+
+/// Commits a lease's journaled changes at its end, recording `seq` so that
+/// the next holder does not replay them (the close that follows makes the
+/// commit durable).
+fn finish_lease(mut wtx: redb::WriteTransaction, seq: u64) -> std::result::Result<(), redb::Error> {
+    wtx.open_table(META)?
+        .insert(JOURNAL_SEQ, seq.to_le_bytes().as_slice())?;
+    wtx.set_durability(Durability::None)?;
+    wtx.commit()?;
+    Ok(())
 }
 
 /// How a save links a new entry and treats given references.
@@ -834,6 +1108,8 @@ pub struct Txn<'a> {
     entries: redb::Table<'a, &'static str, &'static [u8]>,
     mirror: &'a mut Mirror,
     undo: &'a mut Vec<(Arc<str>, Option<Arc<Entry>>)>,
+    /// What the journal record of this transaction holds, in order.
+    changes: &'a mut Vec<Change>,
     /// Whether an entry was deleted (then the clock goes to `meta`).
     deleted: bool,
     path: &'a Path,
@@ -854,6 +1130,7 @@ impl Txn<'_> {
         self.entries
             .insert(&*entry.key, bytes.as_slice())
             .map_err(|e| storage(self.path, e))?;
+        self.changes.push((entry.key.clone(), Some(bytes)));
         let entry = Arc::new(entry);
         let previous = self.mirror.insert(entry.clone());
         self.undo.push((entry.key.clone(), previous));
@@ -868,6 +1145,7 @@ impl Txn<'_> {
             .remove(key)
             .map_err(|e| storage(self.path, e))?;
         self.deleted = true;
+        self.changes.push((Arc::from(key), None));
         let previous = self.mirror.remove(key);
         self.undo.push((Arc::from(key), previous.clone()));
         Ok(previous)
@@ -1069,7 +1347,7 @@ fn clean_references(key: &str, references: Vec<String>) -> Vec<Arc<str>> {
         .collect()
 }
 
-fn storage(path: &Path, error: impl std::fmt::Display) -> StoreError {
+pub(crate) fn storage(path: &Path, error: impl std::fmt::Display) -> StoreError {
     let text = error.to_string();
     if text.contains("orrupt") {
         StoreError::corrupt(path, text)
@@ -1225,6 +1503,8 @@ struct Meta {
     store_id: Vec<u8>,
     /// The persisted clock (`i64::MIN` until a transaction deleted something).
     clock: i64,
+    /// The newest commit redb holds (see journal.rs).
+    journal_seq: u64,
 }
 
 fn read_u64(
@@ -1286,7 +1566,12 @@ fn read_meta(rtx: &redb::ReadTransaction, path: &Path) -> Result<Meta> {
         .map(|v| v.value().to_vec())
         .ok_or_else(|| StoreError::corrupt(path, "no store id"))?;
     let clock = read_u64(&meta, "clock", path)?.map_or(i64::MIN, |c| c as i64);
-    Ok(Meta { store_id, clock })
+    let journal_seq = read_u64(&meta, JOURNAL_SEQ, path)?.unwrap_or(0);
+    Ok(Meta {
+        store_id,
+        clock,
+        journal_seq,
+    })
 }
 
 /// Stores at least this large are decoded on two threads.

@@ -199,6 +199,10 @@ def test_export_never_destroys_a_file(db: str, tmp_path: Path) -> None:
     store_bytes = Path(db).read_bytes()
     assert "is the store itself" in fails("--db", db, "export", "-o", db)
     assert Path(db).read_bytes() == store_bytes
+    for companion in (f"{db}.sync", f"{db}.journal"):  # they are part of the store
+        before = Path(companion).read_bytes()
+        assert "is the store itself" in fails("--db", db, "export", "-o", companion)
+        assert Path(companion).read_bytes() == before
     # A failed export leaves the existing backup as it was.
     backup = tmp_path / "backup.jsonl"
     backup.write_text('{"precious": 1}\n')
@@ -298,15 +302,18 @@ def test_demo() -> None:
 
 
 def test_a_panic_of_the_engine_is_one_error_line(tmp_path: Path) -> None:
-    # Flipping the first byte of a page makes redb panic while reading it;
-    # the panic is caught and reported once, not also printed by Rust.
+    # Flipping the first byte (the page type) of B-tree pages makes redb
+    # panic while reading them; the panic is caught and reported once, not
+    # also printed by Rust.
     path = tmp_path / "s.redb"
     store = MemoryStore(path)
     store.save_many([(f"k{i}", "hello " * 20) for i in range(500)], caps=False)
     store.close()
     del store
     data = bytearray(path.read_bytes())
-    data[4096] ^= 0x01
+    for page in range(4096, len(data), 4096):
+        if data[page] in (1, 2):  # a leaf or a branch: make it neither
+            data[page] ^= 0x01
     path.write_bytes(bytes(data))
     for command in (["list"], ["doctor"]):
         message = fails("--db", str(path), *command)

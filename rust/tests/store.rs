@@ -273,3 +273,40 @@ fn search_and_ranking() {
         .collect();
     assert_eq!(sorted, ["prompt:build", "result:build", "zzz"]);
 }
+
+/// The keys of the `entries` table as the store file alone holds them (no
+/// journal replay).
+fn keys_in_file(path: &Path) -> Vec<String> {
+    use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+    const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+    let db = redb::ReadOnlyDatabase::open(path).unwrap();
+    let rtx = db.begin_read().unwrap();
+    let table = rtx.open_table(ENTRIES).unwrap();
+    table
+        .iter()
+        .unwrap()
+        .map(|row| row.unwrap().0.value().to_string())
+        .collect()
+}
+
+#[test]
+fn a_store_dropped_without_close_leaves_a_complete_file() {
+    // Changes made while holding the store wait in one redb transaction
+    // (durable through the journal); the last handle going away commits it.
+    let (_dir, path) = temp_store();
+    let store = open(&path);
+    store.save(request("a", "1", "note", None)).unwrap();
+    store.delete("a").unwrap();
+    store.save(request("b", "2", "note", None)).unwrap();
+    drop(store);
+    assert_eq!(keys_in_file(&path), ["b"]);
+}
+
+#[test]
+fn a_closed_store_leaves_a_complete_file() {
+    let (_dir, path) = temp_store();
+    let store = open(&path);
+    store.save(request("a", "1", "note", None)).unwrap();
+    store.close();
+    assert_eq!(keys_in_file(&path), ["a"]);
+}

@@ -1,0 +1,665 @@
+//! The `<store>.journal` file: durable changes for the price of one small
+//! synchronous write.
+//!
+//! A durable redb commit writes every page it changed (for one key in a 100k
+//! store about eight scattered pages: the B-tree path, the table tree, the
+//! freed tree) plus the header, then flushes the file, and its CPU cost is
+//! as large as everything else a save does. So while a process holds the
+//! write lease, its changes go into one redb write transaction kept open for
+//! the whole lease, and each change is made durable by writing its result
+//! (the bytes of every key it touched) as one record here. The record goes
+//! out with `O_DIRECT | O_DSYNC` into blocks written before: one device
+//! write and a cache flush, no page-cache writeback, no file metadata. The
+//! transaction is committed when the lease ends (and the close makes it
+//! durable), or durably when the journal is full.
+//!
+//! # Layout
+//! [`JOURNAL_BYTES`] in blocks of [`BLOCK`] bytes, zero-filled when created.
+//! Records start on a block boundary, the first at offset 0, and follow one
+//! another:
+//!
+//! ```text
+//! offset  size
+//!      0     8  magic "mbjrec01"
+//!      8     8  seq: the change's number
+//!     16    16  store id (meta `store_id`): a journal never feeds another store
+//!     32     8  the clock after the change (i64)
+//!     40     4  payload length
+//!     44     4  CRC-32 of bytes 0..44 and the payload
+//!     48        payload: per change, in the order made: key length (u32),
+//!               key, then `u32::MAX` for a delete, or the value length
+//!               (u32) and the value (`Entry::encode`)
+//! ```
+//!
+//! # Invariants
+//! * Only the holder of redb's write lock writes or replays the journal.
+//! * redb's meta `journal_seq` is the number of the newest change it holds,
+//!   written by every commit that ends a lease or fills the journal.
+//! * When a lease starts, redb's durable state holds every change (the last
+//!   holder committed and closed, or this one just replayed the journal and
+//!   committed durably); the lease's records are written from offset 0 with
+//!   seq = `journal_seq` + 1, + 2, … A change whose record does not fit in
+//!   the rest of the file is committed durably instead (with the lease's
+//!   earlier ones), and the next record starts at offset 0 again.
+//! * So after a crash, the changes redb lost are exactly the records read
+//!   from offset 0 with seq = durable `journal_seq` + 1, + 2, … (CRC valid,
+//!   same store id); the first record that breaks the sequence ends them,
+//!   and whatever lies beyond is stale. Replaying sets every key to the
+//!   bytes it had after each change, in order, so replaying records redb
+//!   already holds (a lease whose final commit failed) changes nothing.
+//! * A change returns only once its record is down. A record whose write
+//!   fails is taken back (its first block zeroed, best effort) and its
+//!   place reused, so a crash does not replay a change that reported an
+//!   error.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The unit of every journal write: `O_DIRECT` needs offsets, lengths and
+/// buffers aligned to the device's logical block, which 4 KiB covers.
+pub(crate) const BLOCK: usize = 4096;
+/// Room for 127 one-block records: a lease that saves more than that pays
+/// one durable redb commit per 128 saves.
+pub(crate) const JOURNAL_BYTES: usize = 128 * BLOCK;
+const MAGIC: &[u8; 8] = b"mbjrec01";
+const HEADER: usize = 48;
+const DELETED: u32 = u32::MAX;
+
+/// A record laid out (in the journal's buffer) in whole blocks, ready to
+/// write; only [`Journal::prepare`] makes one.
+pub(crate) struct Prepared {
+    len: usize,
+}
+
+/// One key a change touched and its bytes afterwards (`None`: deleted).
+pub(crate) type Change = (Arc<str>, Option<Vec<u8>>);
+
+/// A change read back from the journal.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub seq: u64,
+    pub clock: i64,
+    pub changes: Vec<(String, Option<Vec<u8>>)>,
+}
+
+/// The journal of one store file.
+pub(crate) struct Journal {
+    path: PathBuf,
+    /// Open for synchronous writes while usable (see [`Journal::begin_lease`]).
+    file: Option<File>,
+    /// Inode of `file`: a journal deleted or replaced behind our back is
+    /// reopened rather than written where nobody will read it.
+    inode: u64,
+    /// Whether `file` was opened with `O_DIRECT`.
+    direct: bool,
+    /// Where the next record goes.
+    next: usize,
+    /// Reused for every record (a fresh aligned allocation per save cost
+    /// page faults).
+    buffer: AlignedBuffer,
+    /// Test hook: the next record write fails.
+    #[cfg(test)]
+    fail_next_write: bool,
+}
+
+impl Journal {
+    pub(crate) fn new(store_path: &Path) -> Self {
+        let mut name = store_path.as_os_str().to_owned();
+        name.push(".journal");
+        Journal {
+            path: PathBuf::from(name),
+            file: None,
+            inode: 0,
+            direct: false,
+            next: 0,
+            buffer: AlignedBuffer::zeroed(BLOCK),
+            #[cfg(test)]
+            fail_next_write: false,
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Starts a lease: records go from offset 0 again. Returns whether the
+    /// journal can be used; if not (it cannot be created, or this platform
+    /// has no `O_DSYNC` writes we trust), every commit is durable in redb.
+    pub(crate) fn begin_lease(&mut self) -> bool {
+        self.next = 0;
+        if !cfg!(target_os = "linux") {
+            return false;
+        }
+        let on_disk = std::fs::metadata(&self.path).ok();
+        let current = on_disk
+            .as_ref()
+            .is_some_and(|meta| meta.ino() == self.inode && meta.len() == JOURNAL_BYTES as u64);
+        if self.file.is_none() || !current {
+            self.file = None;
+            if self.open().is_err() {
+                self.file = None; // this lease commits durably instead
+            }
+        }
+        self.file.is_some()
+    }
+
+    /// Opens the journal for synchronous writes, creating (zero-filled and
+    /// flushed, directory entry included) a missing or short one.
+    fn open(&mut self) -> io::Result<()> {
+        let len = std::fs::metadata(&self.path).map_or(0, |meta| meta.len());
+        if len != JOURNAL_BYTES as u64 {
+            self.create()?;
+        }
+        let (file, direct) = open_synchronous(&self.path)?;
+        self.inode = file.metadata()?.ino();
+        self.file = Some(file);
+        self.direct = direct;
+        Ok(())
+    }
+
+    fn create(&self) -> io::Result<()> {
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(".new");
+        let fresh = PathBuf::from(name);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&fresh)?;
+        file.write_all_at(&vec![0u8; JOURNAL_BYTES], 0)?;
+        file.sync_all()?;
+        std::fs::rename(&fresh, &self.path)?;
+        if let Some(dir) = self.path.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// Writes one commit's record and waits until it is on stable storage.
+    /// `Ok(false)`: it does not fit in the rest of the journal.
+    #[cfg(test)]
+    pub(crate) fn append(
+        &mut self,
+        seq: u64,
+        store_id: &[u8],
+        clock: i64,
+        changes: &[Change],
+    ) -> io::Result<bool> {
+        match self.prepare(seq, store_id, clock, changes) {
+            Some(record) => self.write_record(&record).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// Lays out one commit's record for [`Journal::write_record`]; `None`:
+    /// it does not fit in the rest of the journal (the caller commits
+    /// durably and calls [`Journal::restart`]).
+    pub(crate) fn prepare(
+        &mut self,
+        seq: u64,
+        store_id: &[u8],
+        clock: i64,
+        changes: &[Change],
+    ) -> Option<Prepared> {
+        let record = encode(seq, store_id, clock, changes);
+        let len = record.len().next_multiple_of(BLOCK);
+        if self.next + len > JOURNAL_BYTES {
+            return None;
+        }
+        if self.buffer.len < len {
+            self.buffer = AlignedBuffer::zeroed(len);
+        }
+        let bytes = &mut self.buffer.bytes_mut()[..len];
+        bytes[..record.len()].copy_from_slice(&record);
+        bytes[record.len()..].fill(0);
+        Some(Prepared { len })
+    }
+
+    /// Writes the prepared record after the previous one and waits until it
+    /// is on stable storage. If that fails, the record is taken back (best
+    /// effort: its first block zeroed, so that a crash cannot replay a
+    /// change that reported an error) and the next one goes in its place.
+    pub(crate) fn write_record(&mut self, record: &Prepared) -> io::Result<()> {
+        let at = self.next;
+        let bytes = &self.buffer.bytes()[..record.len];
+        let written = write_at(&mut self.file, &mut self.direct, &self.path, bytes, at);
+        #[cfg(test)]
+        let written = if std::mem::take(&mut self.fail_next_write) {
+            Err(io::Error::other("injected failure"))
+        } else {
+            written
+        };
+        if let Err(error) = written {
+            let zero = AlignedBuffer::zeroed(BLOCK);
+            let _ = self.write(zero.bytes(), at);
+            return Err(error);
+        }
+        self.next = at + record.len;
+        Ok(())
+    }
+
+    /// After a durable redb commit: nothing before it is needed any more.
+    pub(crate) fn restart(&mut self) {
+        self.next = 0;
+    }
+
+    fn write(&mut self, bytes: &[u8], offset: usize) -> io::Result<()> {
+        write_at(&mut self.file, &mut self.direct, &self.path, bytes, offset)
+    }
+
+    /// Whether a record follows redb's durable `journal_seq` (usually one
+    /// block read: the first record, already in redb).
+    pub(crate) fn has_pending(&self, store_id: &[u8], durable_seq: u64) -> io::Result<bool> {
+        Ok(!self.read(store_id, durable_seq, true)?.is_empty())
+    }
+
+    /// The records that follow redb's durable `journal_seq` (see the module
+    /// docs), oldest first. A missing journal has none.
+    pub(crate) fn pending(&self, store_id: &[u8], durable_seq: u64) -> io::Result<Vec<Record>> {
+        self.read(store_id, durable_seq, false)
+    }
+
+    fn read(&self, store_id: &[u8], durable_seq: u64, first_only: bool) -> io::Result<Vec<Record>> {
+        let file = match File::open(&self.path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(error),
+        };
+        let mut head = vec![0u8; BLOCK];
+        let read = read_up_to(&file, &mut head, 0)?;
+        head.truncate(read);
+        let Some(payload_len) = parse_header(&head, store_id, durable_seq.wrapping_add(1)) else {
+            return Ok(Vec::new()); // the common case: the first record is in redb
+        };
+        let len = if first_only {
+            (HEADER + payload_len).min(JOURNAL_BYTES)
+        } else {
+            JOURNAL_BYTES
+        };
+        let mut bytes = vec![0u8; len];
+        let read = read_up_to(&file, &mut bytes, 0)?;
+        bytes.truncate(read);
+        let mut records = decode_all(&bytes, store_id, durable_seq);
+        if first_only {
+            records.truncate(1);
+        }
+        Ok(records)
+    }
+}
+
+/// Writes `bytes` at `offset` of the journal open in `file` (`direct`: with
+/// `O_DIRECT`, given up for good if this file system refuses it).
+fn write_at(
+    file: &mut Option<File>,
+    direct: &mut bool,
+    path: &Path,
+    bytes: &[u8],
+    offset: usize,
+) -> io::Result<()> {
+    let open = file
+        .as_ref()
+        .ok_or_else(|| io::Error::other("the journal is not open"))?;
+    match open.write_all_at(bytes, offset as u64) {
+        Err(error) if *direct && error.raw_os_error() == Some(libc::EINVAL) => {
+            // Accepted O_DIRECT at open but not for this write: carry on
+            // with plain synchronous writes.
+            let (plain, _) = open_plain_synchronous(path)?;
+            plain.write_all_at(bytes, offset as u64)?;
+            *file = Some(plain);
+            *direct = false;
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Opens for writes that return once on stable storage: `O_DIRECT |
+/// O_DSYNC` where the file system takes it, else `O_DSYNC` alone.
+fn open_synchronous(path: &Path) -> io::Result<(File, bool)> {
+    #[cfg(target_os = "linux")]
+    {
+        let direct = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
+            .open(path);
+        match direct {
+            Ok(file) => return Ok((file, true)),
+            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {} // tmpfs and the like
+            Err(error) => return Err(error),
+        }
+    }
+    open_plain_synchronous(path)
+}
+
+fn open_plain_synchronous(path: &Path) -> io::Result<(File, bool)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DSYNC)
+        .open(path)?;
+    Ok((file, false))
+}
+
+/// Reads as much of `buffer` as the file holds from `offset`.
+fn read_up_to(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buffer.len() {
+        match file.read_at(&mut buffer[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(done)
+}
+
+/// A zeroed buffer whose start is aligned to [`BLOCK`], as `O_DIRECT` wants,
+/// carved out of a slightly larger `Vec` (no unsafe allocation needed).
+struct AlignedBuffer {
+    bytes: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuffer {
+    fn zeroed(len: usize) -> Self {
+        let bytes = vec![0u8; len + BLOCK];
+        let start = bytes.as_ptr().align_offset(BLOCK);
+        AlignedBuffer { bytes, start, len }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[self.start..self.start + self.len]
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[self.start..self.start + self.len]
+    }
+}
+
+fn encode(seq: u64, store_id: &[u8], clock: i64, changes: &[Change]) -> Vec<u8> {
+    let mut payload = Vec::new();
+    for (key, value) in changes {
+        payload.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        payload.extend_from_slice(key.as_bytes());
+        match value {
+            Some(bytes) => {
+                payload.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                payload.extend_from_slice(bytes);
+            }
+            None => payload.extend_from_slice(&DELETED.to_le_bytes()),
+        }
+    }
+    let mut record = Vec::with_capacity(HEADER + payload.len());
+    record.extend_from_slice(MAGIC);
+    record.extend_from_slice(&seq.to_le_bytes());
+    record.extend_from_slice(&id16(store_id));
+    record.extend_from_slice(&clock.to_le_bytes());
+    record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let crc = checksum(&record, &payload);
+    record.extend_from_slice(&crc.to_le_bytes());
+    record.extend_from_slice(&payload);
+    record
+}
+
+/// The store id as the record holds it (ids are 16 bytes; anything else is
+/// padded or cut, consistently on both sides).
+fn id16(store_id: &[u8]) -> [u8; 16] {
+    let mut id = [0u8; 16];
+    let n = store_id.len().min(16);
+    id[..n].copy_from_slice(&store_id[..n]);
+    id
+}
+
+fn checksum(head: &[u8], payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&head[..44]);
+    hasher.update(payload);
+    hasher.finalize()
+}
+
+/// The payload length of a well-formed record header `seq` of this store
+/// at the start of `bytes`.
+fn parse_header(bytes: &[u8], store_id: &[u8], seq: u64) -> Option<usize> {
+    let head = bytes.get(..HEADER)?;
+    if &head[..8] != MAGIC
+        || u64::from_le_bytes(head[8..16].try_into().ok()?) != seq
+        || head[16..32] != id16(store_id)
+    {
+        return None;
+    }
+    Some(u32::from_le_bytes(head[40..44].try_into().ok()?) as usize)
+}
+
+/// Every record continuing the sequence after `durable_seq` (module docs).
+fn decode_all(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> Vec<Record> {
+    let mut records = Vec::new();
+    let mut at = 0;
+    let mut seq = durable_seq;
+    while let Some(record) =
+        decode_one(&bytes[at.min(bytes.len())..], store_id, seq.wrapping_add(1))
+    {
+        at += (HEADER + record.1).next_multiple_of(BLOCK);
+        seq = record.0.seq;
+        records.push(record.0);
+    }
+    records
+}
+
+fn decode_one(bytes: &[u8], store_id: &[u8], seq: u64) -> Option<(Record, usize)> {
+    let payload_len = parse_header(bytes, store_id, seq)?;
+    let payload = bytes.get(HEADER..HEADER.checked_add(payload_len)?)?;
+    let stored = u32::from_le_bytes(bytes[44..48].try_into().ok()?);
+    if checksum(bytes, payload) != stored {
+        return None; // torn or overwritten: the sequence ends here
+    }
+    let clock = i64::from_le_bytes(bytes[32..40].try_into().ok()?);
+    let mut changes = Vec::new();
+    let mut rest = payload;
+    while !rest.is_empty() {
+        let (key_len, after) = take_u32(rest)?;
+        let key = std::str::from_utf8(after.get(..key_len as usize)?).ok()?;
+        let (value_len, after) = take_u32(&after[key_len as usize..])?;
+        if value_len == DELETED {
+            changes.push((key.to_string(), None));
+            rest = after;
+        } else {
+            let value = after.get(..value_len as usize)?;
+            changes.push((key.to_string(), Some(value.to_vec())));
+            rest = &after[value_len as usize..];
+        }
+    }
+    Some((
+        Record {
+            seq,
+            clock,
+            changes,
+        },
+        payload_len,
+    ))
+}
+
+fn take_u32(bytes: &[u8]) -> Option<(u32, &[u8])> {
+    let head = bytes.get(..4)?;
+    Some((u32::from_le_bytes(head.try_into().ok()?), &bytes[4..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: [u8; 16] = *b"0123456789abcdef";
+
+    fn journal() -> (tempfile::TempDir, Journal) {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::new(&dir.path().join("store.redb"));
+        (dir, journal)
+    }
+
+    fn change(key: &str, value: Option<&[u8]>) -> Change {
+        (Arc::from(key), value.map(<[u8]>::to_vec))
+    }
+
+    #[test]
+    fn records_after_the_durable_seq_are_read_back_in_order() {
+        let (_dir, mut journal) = journal();
+        assert!(journal.begin_lease());
+        assert_eq!(
+            std::fs::metadata(journal.path()).unwrap().len(),
+            JOURNAL_BYTES as u64
+        );
+        let big = vec![7u8; 3 * BLOCK]; // a record spanning four blocks
+        assert!(
+            journal
+                .append(11, &ID, 5, &[change("a", Some(b"1"))])
+                .unwrap()
+        );
+        assert!(
+            journal
+                .append(12, &ID, 6, &[change("b", Some(&big)), change("a", None)])
+                .unwrap()
+        );
+        assert!(
+            journal
+                .append(13, &ID, 7, &[change("ключ", Some(b""))])
+                .unwrap()
+        );
+        let all = journal.pending(&ID, 10).unwrap();
+        assert_eq!(all.iter().map(|r| r.seq).collect::<Vec<_>>(), [11, 12, 13]);
+        assert_eq!(all[1].changes[0], ("b".to_string(), Some(big)));
+        assert_eq!(all[1].changes[1], ("a".to_string(), None));
+        assert_eq!(all[2].changes[0].0, "ключ");
+        assert_eq!(all[2].clock, 7);
+    }
+
+    #[test]
+    fn nothing_is_pending_once_redb_holds_the_first_record() {
+        let (_dir, mut journal) = journal();
+        journal.begin_lease();
+        journal
+            .append(11, &ID, 5, &[change("a", Some(b"1"))])
+            .unwrap();
+        journal
+            .append(12, &ID, 5, &[change("b", Some(b"1"))])
+            .unwrap();
+        assert!(journal.pending(&ID, 12).unwrap().is_empty());
+        assert!(journal.pending(&ID, 11).unwrap().is_empty()); // 12 is not at offset 0
+        assert!(journal.pending(&ID, 9).unwrap().is_empty()); // a gap: not this sequence
+    }
+
+    #[test]
+    fn another_stores_journal_is_never_replayed() {
+        let (_dir, mut journal) = journal();
+        journal.begin_lease();
+        journal
+            .append(1, &ID, 5, &[change("a", Some(b"1"))])
+            .unwrap();
+        assert!(journal.pending(b"another store id", 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_sequence_ends_at_a_stale_or_torn_record() {
+        let (_dir, mut journal) = journal();
+        journal.begin_lease();
+        for seq in 1..=4 {
+            journal
+                .append(seq, &ID, 0, &[change("k", Some(b"v"))])
+                .unwrap();
+        }
+        // A new lease overwrites the start: 5 and 6 follow a durable 4, and
+        // the old 3 and 4 beyond them are stale.
+        journal.begin_lease();
+        journal
+            .append(5, &ID, 0, &[change("k", Some(b"w"))])
+            .unwrap();
+        journal
+            .append(6, &ID, 0, &[change("k", Some(b"x"))])
+            .unwrap();
+        let seqs: Vec<u64> = journal
+            .pending(&ID, 4)
+            .unwrap()
+            .iter()
+            .map(|r| r.seq)
+            .collect();
+        assert_eq!(seqs, [5, 6]);
+        // A flipped byte in record 6 ends the sequence before it.
+        let file = OpenOptions::new().write(true).open(journal.path()).unwrap();
+        file.write_all_at(b"X", (BLOCK + HEADER + 2) as u64)
+            .unwrap();
+        let seqs: Vec<u64> = journal
+            .pending(&ID, 4)
+            .unwrap()
+            .iter()
+            .map(|r| r.seq)
+            .collect();
+        assert_eq!(seqs, [5]);
+    }
+
+    #[test]
+    fn a_record_whose_write_fails_is_taken_back_and_its_place_reused() {
+        let (_dir, mut journal) = journal();
+        journal.begin_lease();
+        journal
+            .append(1, &ID, 0, &[change("a", Some(b"1"))])
+            .unwrap();
+        journal.fail_next_write = true; // written, then reported as failed
+        assert!(
+            journal
+                .append(2, &ID, 0, &[change("b", Some(b"1"))])
+                .is_err()
+        );
+        assert_eq!(journal.pending(&ID, 0).unwrap().len(), 1);
+        journal
+            .append(2, &ID, 0, &[change("c", Some(b"1"))])
+            .unwrap();
+        let pending = journal.pending(&ID, 0).unwrap();
+        assert_eq!(pending.len(), 2);
+        assert_eq!(pending[1].changes[0].0, "c");
+    }
+
+    #[test]
+    fn a_full_journal_refuses_the_record_and_restarts_at_the_front() {
+        let (_dir, mut journal) = journal();
+        journal.begin_lease();
+        let value = vec![1u8; 100];
+        let mut seq = 0;
+        while journal
+            .append(seq + 1, &ID, 0, &[change("k", Some(&value))])
+            .unwrap()
+        {
+            seq += 1;
+        }
+        assert_eq!(seq as usize, JOURNAL_BYTES / BLOCK);
+        let too_big = vec![1u8; JOURNAL_BYTES];
+        journal.restart();
+        assert!(
+            !journal
+                .append(1, &ID, 0, &[change("k", Some(&too_big))])
+                .unwrap()
+        );
+        assert!(
+            journal
+                .append(seq + 2, &ID, 0, &[change("k", Some(b"v"))])
+                .unwrap()
+        );
+        assert_eq!(journal.pending(&ID, seq + 1).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_missing_journal_has_nothing_pending_and_a_short_one_is_recreated() {
+        let (_dir, mut journal) = journal();
+        assert!(journal.pending(&ID, 0).unwrap().is_empty());
+        std::fs::write(journal.path(), b"short").unwrap();
+        assert!(journal.begin_lease());
+        assert_eq!(
+            std::fs::metadata(journal.path()).unwrap().len(),
+            JOURNAL_BYTES as u64
+        );
+    }
+}
