@@ -260,18 +260,22 @@ def test_unusable_store_gives_tool_errors_and_keeps_serving(tmp_path: Path) -> N
     assert "Traceback" not in server_log(tmp_path)
 
 
-def test_input_that_is_not_json_rpc_is_logged_on_stderr(tmp_path: Path) -> None:
+def test_input_that_is_not_json_rpc_gets_an_error_reply(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "membolt.cli", "mcp", "--db", str(tmp_path / "m.redb")],
-        input="{not json\n[]\n",
+        input="{not json\n[]\n\n",
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert result.returncode == 0
-    assert result.stdout == ""  # stdout carries the protocol only
-    assert result.stderr.count("ignored input that is not JSON-RPC") == 2
+    # JSON-RPC 2.0 §5.1: Parse error, then Invalid Request, with a null id;
+    # the blank line is no message and gets no answer.
+    replies = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["id"], r["error"]["code"]) for r in replies] == [(None, -32700), (None, -32600)]
+    assert all(r["jsonrpc"] == "2.0" for r in replies)
+    assert result.stderr.count("ignored input that is not JSON-RPC") == 3
     assert "Traceback" not in result.stderr
 
 

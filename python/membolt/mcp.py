@@ -316,7 +316,8 @@ def run_mcp_server(store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Non
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
             # The SDK drops input lines that are not JSON-RPC without a word;
-            # say so on stderr, so that a client that hangs can be debugged.
+            # answer them as JSON-RPC 2.0 asks and say so on stderr, so that
+            # a client that hangs can be debugged.
             send, receive = anyio.create_memory_object_stream[Any](0)
 
             async def relay() -> None:
@@ -324,6 +325,9 @@ def run_mcp_server(store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Non
                     async for item in read_stream:
                         if isinstance(item, Exception):
                             logger.warning("ignored input that is not JSON-RPC: %.200s", item)
+                            reply = _error_reply(item)
+                            if reply is not None:
+                                await write_stream.send(reply)
                             continue
                         await send.send(item)
 
@@ -337,6 +341,28 @@ def run_mcp_server(store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Non
     finally:
         service.close()
     logger.info("client disconnected")
+
+
+def _error_reply(error: Exception) -> Any:
+    """The JSON-RPC 2.0 answer to an input line the SDK could not read: a
+    Parse error (-32700) for text that is not JSON, an Invalid Request
+    (-32600) for JSON that is no JSON-RPC message; ``id`` null, since none
+    could be read. ``None`` for a blank line, which is no message at all."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+    from pydantic import ValidationError
+
+    problems = error.errors() if isinstance(error, ValidationError) else []
+    not_json = bool(problems) and problems[0]["type"] == "json_invalid"
+    if not_json and not str(problems[0].get("input", "")).strip():
+        return None
+    if not_json:
+        code, message = PARSE_ERROR, "Parse error"
+    else:
+        code, message = INVALID_REQUEST, "Invalid Request"
+    return SessionMessage(
+        JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+    )
 
 
 def _log_to_stderr() -> None:
