@@ -64,6 +64,8 @@ pub(crate) const BLOCK: usize = 4096;
 /// Room for 127 one-block records: a lease that saves more than that pays
 /// one durable redb commit per 128 saves.
 pub(crate) const JOURNAL_BYTES: usize = 128 * BLOCK;
+/// Appended to the store's file name to name the journal.
+pub(crate) const SUFFIX: &str = ".journal";
 const MAGIC: &[u8; 8] = b"mbjrec01";
 const HEADER: usize = 48;
 const DELETED: u32 = u32::MAX;
@@ -108,7 +110,7 @@ pub(crate) struct Journal {
 impl Journal {
     pub(crate) fn new(store_path: &Path) -> Self {
         let mut name = store_path.as_os_str().to_owned();
-        name.push(".journal");
+        name.push(SUFFIX);
         Journal {
             path: PathBuf::from(name),
             file: None,

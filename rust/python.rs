@@ -919,6 +919,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Benchmarks refuse to report figures of an unoptimised build.
     m.add("DEBUG_BUILD", cfg!(debug_assertions))?;
     m.add("MAX_KEY_BYTES", store::MAX_KEY_BYTES)?;
+    m.add(
+        "STORE_COMPANION_SUFFIXES",
+        PyTuple::new(m.py(), store::COMPANION_SUFFIXES)?,
+    )?;
     m.add("DEFAULT_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)?;
     m.add("DEFAULT_MAX_TOKENS", crate::render::DEFAULT_MAX_TOKENS)?;
     m.add("TOOL_RESULT_CAP", store::TOOL_RESULT_CAP)?;

@@ -61,6 +61,9 @@ pub(crate) const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("e
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Meta key: the number of the newest change the file holds (see journal.rs).
 const JOURNAL_SEQ: &str = "journal_seq";
+/// The files beside a store file that belong to it (their names are the
+/// store's with these appended): the sidecar and the journal.
+pub const COMPANION_SUFFIXES: [&str; 2] = [crate::sync::SUFFIX, crate::journal::SUFFIX];
 /// Every table a membolt store has.
 pub(crate) const TABLE_NAMES: [&str; 2] = ["entries", "meta"];
 

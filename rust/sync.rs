@@ -45,6 +45,8 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+/// Appended to the store's file name to name the sidecar.
+pub(crate) const SUFFIX: &str = ".sync";
 const MAGIC: &[u8; 8] = b"mbsync01";
 const WANT_OFFSET: u64 = 8;
 const POSITION_OFFSET: u64 = 16;
@@ -74,7 +76,7 @@ pub(crate) struct SyncFile {
 impl SyncFile {
     pub(crate) fn new(store_path: &Path) -> Self {
         let mut name = store_path.as_os_str().to_owned();
-        name.push(".sync");
+        name.push(SUFFIX);
         SyncFile {
             path: PathBuf::from(name),
             file: None,

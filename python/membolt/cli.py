@@ -118,7 +118,7 @@ def _export_to_file(store: MemoryStore, output: Path) -> int:
     """Writes the export next to ``output`` and renames it into place, so a
     failed export leaves an existing file (an older backup) as it was."""
     store_path = Path(store.path)
-    companions = [Path(f"{store_path}{suffix}") for suffix in (".sync", ".journal")]
+    companions = [Path(f"{store_path}{suffix}") for suffix in _core.STORE_COMPANION_SUFFIXES]
     for taken in (store_path, *companions):
         if output.exists() and taken.exists() and output.samefile(taken):
             raise CommandError(f"{output} is the store itself; export to another file")
