@@ -731,8 +731,10 @@ impl State {
         }
         // With the write lock held, nobody else can be writing the sidecar.
         self.sync.initialise();
-        self.journal_on = self.journal.begin_lease();
+        // Replay before `begin_lease`, which recreates a journal of the
+        // wrong size (another version's, or a damaged one) from scratch.
         self.journal_seq = self.replay_journal(&lease.db, path)?;
+        self.journal_on = self.journal.begin_lease();
 
         self.catch_up(&lease.db, path)
     }

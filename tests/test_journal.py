@@ -166,3 +166,16 @@ def test_a_file_system_without_direct_io_works_the_same(request: pytest.FixtureR
     path = directory / "memory.redb"
     killed_in_lease(path, 50)
     assert read_in_new_process(path) == expected(50)
+
+
+def test_a_journal_of_another_size_is_replayed_before_it_is_replaced(store_path: Path) -> None:
+    # As another membolt version might leave it: longer than this one's. The
+    # first writer must apply its records before making a journal of its own.
+    store = MemoryStore(store_path)
+    store.save("first", "1")  # this process knows the store: it writes directly
+    killed_in_lease(store_path, 10)  # takes the store over while idle
+    with journal_of(store_path).open("ab") as journal:
+        journal.write(bytes(4096))
+    store.save("next", "writer")
+    values = {e.key: e.value for e in store.entries()}
+    assert values == {"first": "1", **expected(10), "next": "writer"}
