@@ -61,8 +61,9 @@ use std::sync::Arc;
 /// The unit of every journal write: `O_DIRECT` needs offsets, lengths and
 /// buffers aligned to the device's logical block, which 4 KiB covers.
 pub(crate) const BLOCK: usize = 4096;
-/// Room for 127 one-block records: a lease that saves more than that pays
-/// one durable redb commit per 128 saves.
+/// Room for 128 one-block records: a lease that saves more than that pays
+/// one durable redb commit (the save that finds the journal full) per 129
+/// saves.
 pub(crate) const JOURNAL_BYTES: usize = 128 * BLOCK;
 /// Appended to the store's file name to name the journal.
 pub(crate) const SUFFIX: &str = ".journal";
