@@ -93,8 +93,8 @@ pub(crate) struct Journal {
     path: PathBuf,
     /// Open for synchronous writes while usable (see [`Journal::begin_lease`]).
     file: Option<File>,
-    /// Inode of `file`: a journal deleted or replaced behind our back is
-    /// reopened rather than written where nobody will read it.
+    /// Inode of `file`, checked before every record: records written to a
+    /// journal deleted or replaced behind our back would be read by nobody.
     inode: u64,
     /// Whether `file` was opened with `O_DIRECT`.
     direct: bool,
@@ -129,8 +129,10 @@ impl Journal {
     }
 
     /// Starts a lease: records go from offset 0 again. Returns whether the
-    /// journal can be used; if not (it cannot be created, or this platform
-    /// has no `O_DSYNC` writes we trust), every commit is durable in redb.
+    /// journal can be used; if not (it cannot be created or opened, or this
+    /// platform has no `O_DSYNC` writes we trust), every change is a durable
+    /// redb commit. (A journal that cannot be *read* is an error earlier, in
+    /// the replay: it may hold changes.)
     pub(crate) fn begin_lease(&mut self) -> bool {
         self.next = 0;
         if !cfg!(target_os = "linux") {
@@ -208,6 +210,17 @@ impl Journal {
         clock: i64,
         changes: &[Change],
     ) -> Option<Prepared> {
+        if !self.is_current() {
+            if self.next > 0 {
+                // This lease's records so far are in the lost file: the
+                // caller's durable commit makes them unnecessary.
+                return None;
+            }
+            if self.open().is_err() {
+                self.file = None;
+                return None;
+            }
+        }
         let record = encode(seq, store_id, clock, changes);
         let len = record.len().next_multiple_of(BLOCK);
         if self.next + len > JOURNAL_BYTES {
@@ -220,6 +233,13 @@ impl Journal {
         bytes[..record.len()].copy_from_slice(&record);
         bytes[record.len()..].fill(0);
         Some(Prepared { len })
+    }
+
+    /// Whether the open journal is still the file at its path, whole.
+    fn is_current(&self) -> bool {
+        self.file.is_some()
+            && std::fs::metadata(&self.path)
+                .is_ok_and(|meta| meta.ino() == self.inode && meta.len() == JOURNAL_BYTES as u64)
     }
 
     /// Writes the prepared record after the previous one and waits until it
@@ -267,11 +287,23 @@ impl Journal {
     }
 
     fn read(&self, store_id: &[u8], durable_seq: u64, first_only: bool) -> io::Result<Vec<Record>> {
-        let file = match File::open(&self.path) {
+        // Non-blocking: a FIFO put in the journal's place must not hang us.
+        let opened = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.path);
+        let file = match opened {
             Ok(file) => file,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(error) => return Err(error),
         };
+        if !file.metadata()?.is_file() {
+            // It may have replaced a journal holding changes: refuse to guess.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a regular file",
+            ));
+        }
         let mut head = vec![0u8; BLOCK];
         let read = read_up_to(&file, &mut head, 0)?;
         head.truncate(read);

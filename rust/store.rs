@@ -67,8 +67,11 @@ pub const COMPANION_SUFFIXES: [&str; 2] = [crate::sync::SUFFIX, crate::journal::
 /// Every table a membolt store has.
 pub(crate) const TABLE_NAMES: [&str; 2] = ["entries", "meta"];
 
-/// The schema this version writes and the newest it reads.
-pub const SCHEMA_VERSION: u64 = 1;
+/// The schema this version writes and the newest it reads. 2: changes may
+/// live in the `.journal` until replayed (a version that does not know the
+/// journal must not read or write such a file). Schema 1 files are read as
+/// they are and marked 2 by the first write lease.
+pub const SCHEMA_VERSION: u64 = 2;
 const FORMAT_MARKER: &[u8] = b"membolt";
 
 /// BEHAVIOUR §1.5.
@@ -734,6 +737,7 @@ impl State {
         // Replay before `begin_lease`, which recreates a journal of the
         // wrong size (another version's, or a damaged one) from scratch.
         self.journal_seq = self.replay_journal(&lease.db, path)?;
+        mark_current_schema(&lease.db, path)?;
         self.journal_on = self.journal.begin_lease();
 
         self.catch_up(&lease.db, path)
@@ -955,6 +959,25 @@ impl State {
             let _ = lease.db.close();
         }
     }
+}
+
+/// Before this version's first change to a file of an older schema: marks
+/// it with [`SCHEMA_VERSION`], durably, so that older versions refuse it
+/// from now on (they would ignore its journal).
+fn mark_current_schema(db: &Database, path: &Path) -> Result<()> {
+    let schema = {
+        let rtx = db.begin_read().map_err(|e| storage(path, e))?;
+        read_meta(&rtx, path)?.schema
+    };
+    if schema >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    let wtx = db.begin_write().map_err(|e| storage(path, e))?;
+    wtx.open_table(META)
+        .map_err(|e| storage(path, e))?
+        .insert("schema", SCHEMA_VERSION.to_le_bytes().as_slice())
+        .map_err(|e| storage(path, e))?;
+    wtx.commit().map_err(|e| storage(path, e))
 }
 
 /// Whether `journal` holds changes the store (as `rtx` sees it) lacks.
@@ -1389,7 +1412,17 @@ fn absolute_store_path(path: &Path) -> Result<PathBuf> {
     let parent = parent
         .canonicalize()
         .map_err(|e| StoreError::io(parent, e))?;
-    let full = parent.join(file_name);
+    let mut full = parent.join(file_name);
+    if fs::symlink_metadata(&full).is_ok_and(|meta| meta.is_symlink()) {
+        // The companion files are named after the store's path: every
+        // process must use the same one, whatever name it was given.
+        full = full.canonicalize().map_err(|e| {
+            StoreError::invalid(format!(
+                "{} is a symbolic link to nothing usable ({e})",
+                full.display()
+            ))
+        })?;
+    }
     if full.is_dir() {
         return Err(StoreError::invalid(format!(
             "{} is a directory",
@@ -1510,6 +1543,7 @@ struct Meta {
     clock: i64,
     /// The newest commit redb holds (see journal.rs).
     journal_seq: u64,
+    schema: u64,
 }
 
 fn read_u64(
@@ -1576,6 +1610,7 @@ fn read_meta(rtx: &redb::ReadTransaction, path: &Path) -> Result<Meta> {
         store_id,
         clock,
         journal_seq,
+        schema,
     })
 }
 
@@ -1728,6 +1763,30 @@ pub fn write_test_fixture(path: &Path, kind: &str) -> Result<()> {
                 .map_err(|e| storage(path, e))?
                 .insert("doc", b"not membolt".as_slice())
                 .map_err(|e| storage(path, e))?;
+            wtx.commit().map_err(|e| storage(path, e))?;
+        }
+        "schema_1" => {
+            // A store as the versions before the journal wrote it.
+            initialise(&db, path)?;
+            let wtx = db.begin_write().map_err(|e| storage(path, e))?;
+            {
+                let mut meta = wtx.open_table(META).map_err(|e| storage(path, e))?;
+                meta.insert("schema", 1u64.to_le_bytes().as_slice())
+                    .map_err(|e| storage(path, e))?;
+                let entry = Entry {
+                    key: "old".into(),
+                    value: "from schema 1".into(),
+                    kind: "note".into(),
+                    namespace: "".into(),
+                    references: Vec::new(),
+                    created_at: 1,
+                    updated_at: 1,
+                };
+                wtx.open_table(ENTRIES)
+                    .map_err(|e| storage(path, e))?
+                    .insert("old", entry.encode().as_slice())
+                    .map_err(|e| storage(path, e))?;
+            }
             wtx.commit().map_err(|e| storage(path, e))?;
         }
         "newer_schema" => {

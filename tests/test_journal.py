@@ -179,3 +179,62 @@ def test_a_journal_of_another_size_is_replayed_before_it_is_replaced(store_path:
     store.save("next", "writer")
     values = {e.key: e.value for e in store.entries()}
     assert values == {"first": "1", **expected(10), "next": "writer"}
+
+
+def test_a_store_reached_through_a_symlink_shares_one_journal(tmp_path: Path) -> None:
+    real = tmp_path / "real.redb"
+    MemoryStore(real).save("base", "0")
+    membolt._core._release_all()
+    link = tmp_path / "link.redb"
+    link.symlink_to(real)
+    killed_in_lease(link, 10)  # through the link
+    assert not journal_of(link).exists()
+    assert read_in_new_process(real) == {"base": "0", **expected(10)}
+
+
+# Inside one lease: a save, the journal deleted behind the store's back,
+# another save; then death. Both saves returned.
+KILLED_AFTER_JOURNAL_LOSS = """
+import os, signal, sys
+import membolt
+store = membolt.MemoryStore(sys.argv[1])
+with store.hold():
+    store.save("a", "1")
+    os.unlink(sys.argv[1] + ".journal")
+    store.save("b", "2")
+    store.save("c", "3")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_journal_deleted_during_a_lease_loses_nothing(store_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_JOURNAL_LOSS, str(store_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert read_in_new_process(store_path) == {"a": "1", "b": "2", "c": "3"}
+
+
+def test_something_else_in_the_journals_place_is_a_clear_error(store_path: Path) -> None:
+    with MemoryStore(store_path) as store:
+        store.save("k", "v")
+    journal = journal_of(store_path)
+    journal.unlink()
+    os.mkfifo(journal)  # opening a FIFO for reading would block forever
+    script = "import sys, membolt; print(membolt.MemoryStore(sys.argv[1], timeout=1).keys())"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(store_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "StoreError" in done.stderr
+    assert "memory.redb.journal" in done.stderr
+    assert "not a regular file" in done.stderr
+    assert stat.S_ISFIFO(journal.stat().st_mode)  # left as it was

@@ -30,6 +30,9 @@ from .errors import MemboltError
 from .store import MemoryStore
 
 EXPORT_FORMAT: Final = "membolt-export"
+# The version of the export format (its header and entry objects), which is
+# not the store file's schema: the journal changed the file, not this.
+EXPORT_SCHEMA: Final = 1
 FIELDS: Final = ("key", "value", "namespace", "type", "references", "createdAt", "updatedAt")
 
 
@@ -48,7 +51,7 @@ def export_lines(store: MemoryStore) -> Iterator[str]:
     that cannot be read yields nothing (not a header that looks like the
     export of an empty store)."""
     entries = store.entries()
-    yield json.dumps({"format": EXPORT_FORMAT, "schema": _core.SCHEMA_VERSION})
+    yield json.dumps({"format": EXPORT_FORMAT, "schema": EXPORT_SCHEMA})
     for entry in entries:
         yield json.dumps(entry.to_dict(), ensure_ascii=False)
 
@@ -122,11 +125,11 @@ def _check_header(header: dict[str, Any], line: int) -> None:
     schema = header.get("schema")
     if not isinstance(schema, int) or isinstance(schema, bool):
         raise ImportFormatError(line, "the header has no schema version")
-    if schema > _core.SCHEMA_VERSION:
+    if schema > EXPORT_SCHEMA:
         raise ImportFormatError(
             line,
             f"written by a newer membolt (schema {schema}; this version reads up to "
-            f"{_core.SCHEMA_VERSION})",
+            f"{EXPORT_SCHEMA})",
         )
 
 

@@ -310,3 +310,32 @@ fn a_closed_store_leaves_a_complete_file() {
     store.close();
     assert_eq!(keys_in_file(&path), ["a"]);
 }
+
+fn schema_in_file(path: &Path) -> u64 {
+    use redb::{ReadableDatabase, TableDefinition};
+    const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+    let db = redb::ReadOnlyDatabase::open(path).unwrap();
+    let rtx = db.begin_read().unwrap();
+    let meta = rtx.open_table(META).unwrap();
+    let bytes = meta.get("schema").unwrap().unwrap().value().to_vec();
+    u64::from_le_bytes(bytes.try_into().unwrap())
+}
+
+#[test]
+fn a_schema_1_store_is_read_as_it_is_and_marked_by_the_first_write() {
+    // Versions before the journal ignore it: once this version may leave
+    // changes there, the file must say so, and they refuse it.
+    let (_dir, path) = temp_store();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    membolt::store::write_test_fixture(&path, "schema_1").unwrap();
+    let store = open(&path);
+    assert_eq!(&*store.get("old").unwrap().unwrap().value, "from schema 1");
+    store.close();
+    assert_eq!(schema_in_file(&path), 1); // reading changes nothing
+    let store = open(&path);
+    store.save(request("new", "x", "note", None)).unwrap();
+    store.close();
+    assert_eq!(schema_in_file(&path), membolt::store::SCHEMA_VERSION);
+    assert_eq!(membolt::store::SCHEMA_VERSION, 2);
+    assert_eq!(keys_in_file(&path), ["new", "old"]);
+}
