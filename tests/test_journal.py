@@ -47,26 +47,26 @@ print(json.dumps({e.key: e.value for e in store.entries()}))
 """
 
 
-def killed_in_lease(path: Path, count: int) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", KILLED_IN_LEASE, str(path), str(count)],
+def run_python(script: str, *args: object) -> subprocess.CompletedProcess[str]:
+    """Runs ``script`` in a brand-new interpreter."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+
+
+def killed_in_lease(path: Path, count: int) -> int:
+    done = run_python(KILLED_IN_LEASE, path, count)
     assert done.returncode == -signal.SIGKILL, done.stderr
     return int(done.stdout)
 
 
 def read_in_new_process(path: Path) -> dict[str, str]:
-    done = subprocess.run(
-        [sys.executable, "-c", READ_ALL, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    done = run_python(READ_ALL, path)
+    assert done.returncode == 0, done.stderr
     result: dict[str, str] = json.loads(done.stdout)
     return result
 
@@ -208,13 +208,7 @@ with store.hold():
 
 
 def test_a_journal_deleted_during_a_lease_loses_nothing(store_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", KILLED_AFTER_JOURNAL_LOSS, str(store_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_python(KILLED_AFTER_JOURNAL_LOSS, store_path)
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert read_in_new_process(store_path) == {"a": "1", "b": "2", "c": "3"}
 
@@ -226,13 +220,7 @@ def test_something_else_in_the_journals_place_is_a_clear_error(store_path: Path)
     journal.unlink()
     os.mkfifo(journal)  # opening a FIFO for reading would block forever
     script = "import sys, membolt; print(membolt.MemoryStore(sys.argv[1], timeout=1).keys())"
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(store_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_python(script, store_path)
     assert done.returncode == 1
     assert "StoreError" in done.stderr
     assert "memory.redb.journal" in done.stderr
