@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod entry;
 pub mod error;
 pub mod fill_tree;
+pub mod fork_gate;
 pub mod graph;
 mod journal;
 mod lease;

@@ -892,16 +892,34 @@ fn escape_line(text: &str) -> String {
     crate::text::escape_line(text).into_owned()
 }
 
-/// Closes every lease this process holds (at exit and before `fork`).
+/// Closes every lease this process holds (at exit).
 #[pyfunction]
 fn _release_all(py: Python<'_>) {
     py.detach(store::release_all_leases);
 }
 
-/// In a forked child: drop inherited leases without touching the file.
+/// Before `fork`: waits for the store calls of other threads to end, holds
+/// new ones back (see `fork_gate.rs`) and closes every lease.
+#[pyfunction]
+fn _before_fork(py: Python<'_>) {
+    py.detach(|| {
+        crate::fork_gate::close();
+        store::release_all_leases();
+    });
+}
+
+/// After `fork`, in the parent: lets store calls run again.
+#[pyfunction]
+fn _after_fork_in_parent() {
+    crate::fork_gate::open();
+}
+
+/// In a forked child: drop inherited leases without touching the file, then
+/// let store calls run.
 #[pyfunction]
 fn _after_fork_in_child() {
     store::forget_inherited_leases();
+    crate::fork_gate::open();
 }
 
 #[pymodule]
@@ -912,6 +930,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flatten_plain, m)?)?;
     m.add_function(wrap_pyfunction!(escape_line, m)?)?;
     m.add_function(wrap_pyfunction!(_release_all, m)?)?;
+    m.add_function(wrap_pyfunction!(_before_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork_in_parent, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_write_test_fixture, m)?)?;
     m.add_function(wrap_pyfunction!(_inspect, m)?)?;

@@ -48,6 +48,7 @@ use redb::{
 
 use crate::entry::{DecodeError, Entry, Interner};
 use crate::error::{Result, StoreError};
+use crate::fork_gate;
 use crate::graph;
 use crate::journal::{Change, Journal, Record};
 use crate::lease::{self, LeaseHolder};
@@ -213,6 +214,7 @@ impl Store {
     /// Opens (lazily: no file access until the first call) the store at
     /// `path`, creating missing directories with mode 0700.
     pub fn open(path: &Path, busy_timeout: Duration) -> Result<Store> {
+        let _pass = fork_gate::enter();
         let path = absolute_store_path(path)?;
         let mut registry = lock(registry());
         registry.retain(|_, shared| shared.strong_count() > 0);
@@ -255,6 +257,7 @@ impl Store {
     /// Gives up this handle; its lease (if no other handle uses it) is
     /// released. Later calls fail with `StoreError::Closed`.
     pub fn close(&self) {
+        let _pass = fork_gate::enter();
         if !self.closed.swap(true, Ordering::SeqCst) {
             let mut state = lock(&self.shared.state);
             if state.holds == 0 {
@@ -529,6 +532,7 @@ impl Store {
     }
 
     pub fn unhold(&self) {
+        let _pass = fork_gate::enter();
         let mut state = lock(&self.shared.state);
         state.holds = state.holds.saturating_sub(1);
         if state.holds == 0 {
@@ -549,6 +553,8 @@ impl Store {
     /// (which it may raise on a damaged file) into `Corrupt`, and decides
     /// afterwards whether to keep the lease.
     fn call<R>(&self, body: impl FnOnce(&mut State, &CallContext<'_>) -> Result<R>) -> Result<R> {
+        // Every lock below is taken inside the pass (see fork_gate.rs).
+        let _pass = fork_gate::enter();
         if self.is_closed() {
             return Err(StoreError::Closed {
                 path: self.shared.path.clone(),
@@ -579,6 +585,7 @@ impl Store {
 
 impl LeaseHolder for Shared {
     fn release_if_idle(&self, now: Instant) -> bool {
+        let _pass = fork_gate::enter();
         let Ok(mut state) = self.state.try_lock() else {
             return true; // busy in a call: look again later
         };
@@ -592,7 +599,8 @@ impl LeaseHolder for Shared {
     }
 }
 
-/// Releases every lease of this process (interpreter exit, before `fork`).
+/// Releases every lease of this process (interpreter exit, and before
+/// `fork` with the fork gate closed).
 pub fn release_all_leases() {
     let shared: Vec<Arc<Shared>> = lock(registry())
         .values()

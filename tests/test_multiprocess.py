@@ -172,6 +172,58 @@ def test_forked_child_uses_the_store_safely(store_path: Path) -> None:
     assert store.keys() == ["child", "parent"]
 
 
+# Forks while another thread saves in a loop, in a process of its own (a
+# pytest process should not fork with threads running); prints how many
+# children were still running 10 s after the fork, killed as hung.
+FORK_WHILE_A_THREAD_SAVES = """
+import os, sys, threading, time
+import membolt
+store = membolt.MemoryStore(sys.argv[1])
+stop = False
+def saver():
+    i = 0
+    while not stop:
+        store.save(f"t{i % 50}", "x" * 200)
+        i += 1
+threading.Thread(target=saver, daemon=True).start()
+time.sleep(0.2)
+hung = failed = 0
+for n in range(40):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            store.save(f"child{n}", "from the child")
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            failed += os.waitstatus_to_exitcode(status) != 0
+            break
+        time.sleep(0.01)
+    else:
+        hung += 1
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+stop = True
+print(hung, failed, len([k for k in store.keys() if k.startswith("child")]))
+"""
+
+
+def test_fork_while_another_thread_is_in_a_store_call(store_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_WHILE_A_THREAD_SAVES, str(store_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    hung, failed, saved_by_children = map(int, done.stdout.split())
+    assert (hung, failed, saved_by_children) == (0, 0, 40)
+
+
 def run_child(code: str, path: Path) -> None:
     subprocess.run([sys.executable, "-c", code, str(path)], check=True)
 

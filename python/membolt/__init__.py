@@ -47,7 +47,13 @@ __all__ = [
 __version__ = "0.1.0"
 
 # Leases (a store kept open during a burst of calls) are closed cleanly at
-# exit, and never carried across fork() into a child.
+# exit, and never carried across fork() into a child; fork() waits for store
+# calls running in other threads (a lock they hold would never be released
+# in the child).
 atexit.register(_core._release_all)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_core._release_all, after_in_child=_core._after_fork_in_child)
+    os.register_at_fork(
+        before=_core._before_fork,
+        after_in_parent=_core._after_fork_in_parent,
+        after_in_child=_core._after_fork_in_child,
+    )
