@@ -142,6 +142,16 @@ fn check_copy(
         }
         Err(error) => return Err(error),
     };
+    // The journal is read under the same lock, so that it matches the copy
+    // (a writer taking over afterwards starts a journal of its own).
+    let journal = Journal::new(path);
+    let snapshot = if read_already {
+        None
+    } else {
+        journal
+            .snapshot()
+            .map_err(|e| StoreError::io(journal.path(), e))?
+    };
     drop(source); // releases the lock
     let opened = catch(|| Database::open(&copy.0));
     let mut db = match opened {
@@ -166,7 +176,12 @@ fn check_copy(
         );
     }
     if !read_already {
-        let replayed = catch(|| store::replay_journal(&db, &Journal::new(path), path, |_| {}))
+        let pending = |store_id: &[u8], seq| {
+            Ok(snapshot
+                .as_ref()
+                .map_or_else(Vec::new, |journal| journal.pending(store_id, seq)))
+        };
+        let replayed = catch(|| store::replay_journal(&db, path, pending, |_| {}))
             .unwrap_or_else(|_| Err(engine_failure(path)))?;
         if replayed.records > 0 {
             report.notes.push(format!(

@@ -286,7 +286,20 @@ impl Journal {
         self.read(store_id, durable_seq, false)
     }
 
-    fn read(&self, store_id: &[u8], durable_seq: u64, first_only: bool) -> io::Result<Vec<Record>> {
+    /// The whole journal as it is now, to read records from later (`None`:
+    /// there is no journal).
+    pub(crate) fn snapshot(&self) -> io::Result<Option<Snapshot>> {
+        let Some(file) = self.open_for_reading()? else {
+            return Ok(None);
+        };
+        let mut bytes = vec![0u8; JOURNAL_BYTES];
+        let read = read_up_to(&file, &mut bytes, 0)?;
+        bytes.truncate(read);
+        Ok(Some(Snapshot(bytes)))
+    }
+
+    /// The journal file, if any, open for reading.
+    fn open_for_reading(&self) -> io::Result<Option<File>> {
         // Non-blocking: a FIFO put in the journal's place must not hang us.
         let opened = OpenOptions::new()
             .read(true)
@@ -294,7 +307,7 @@ impl Journal {
             .open(&self.path);
         let file = match opened {
             Ok(file) => file,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(error),
         };
         if !file.metadata()?.is_file() {
@@ -304,6 +317,13 @@ impl Journal {
                 "not a regular file",
             ));
         }
+        Ok(Some(file))
+    }
+
+    fn read(&self, store_id: &[u8], durable_seq: u64, first_only: bool) -> io::Result<Vec<Record>> {
+        let Some(file) = self.open_for_reading()? else {
+            return Ok(Vec::new());
+        };
         let mut head = vec![0u8; BLOCK];
         let read = read_up_to(&file, &mut head, 0)?;
         head.truncate(read);
@@ -323,6 +343,16 @@ impl Journal {
             records.truncate(1);
         }
         Ok(records)
+    }
+}
+
+/// A copy of a journal's bytes ([`Journal::snapshot`]).
+pub(crate) struct Snapshot(Vec<u8>);
+
+impl Snapshot {
+    /// The records that follow `durable_seq`, as [`Journal::pending`].
+    pub(crate) fn pending(&self, store_id: &[u8], durable_seq: u64) -> Vec<Record> {
+        decode_all(&self.0, store_id, durable_seq)
     }
 }
 

@@ -762,8 +762,13 @@ impl State {
     /// announcing their keys to every mirror. Returns redb's `journal_seq`
     /// afterwards.
     fn replay_journal(&mut self, db: &Database, path: &Path) -> Result<u64> {
-        let sync = &mut self.sync;
-        let replayed = replay_journal(db, &self.journal, path, |keys| {
+        let (journal, sync) = (&self.journal, &mut self.sync);
+        let pending = |store_id: &[u8], seq| {
+            journal
+                .pending(store_id, seq)
+                .map_err(|e| StoreError::io(journal.path(), e))
+        };
+        let replayed = replay_journal(db, path, pending, |keys| {
             if let Some(now) = sync.position() {
                 sync.append(now, keys.iter().copied());
             }
@@ -1009,21 +1014,20 @@ pub(crate) struct Replayed {
 }
 
 /// With a write handle on the store: applies, in one durable commit, the
-/// journal records that follow redb's `journal_seq` (see journal.rs),
-/// calling `announce` with their keys just before the commit.
+/// journal records that follow redb's `journal_seq` (see journal.rs), as
+/// `pending(store id, journal_seq)` gives them, calling `announce` with their
+/// keys just before the commit.
 pub(crate) fn replay_journal(
     db: &Database,
-    journal: &Journal,
     path: &Path,
+    pending: impl FnOnce(&[u8], u64) -> Result<Vec<Record>>,
     announce: impl FnOnce(&BTreeSet<&str>),
 ) -> Result<Replayed> {
     let meta = {
         let rtx = db.begin_read().map_err(|e| storage(path, e))?;
         read_meta(&rtx, path)?
     };
-    let records = journal
-        .pending(&meta.store_id, meta.journal_seq)
-        .map_err(|e| StoreError::io(journal.path(), e))?;
+    let records = pending(&meta.store_id, meta.journal_seq)?;
     let Some(last) = records.last().map(|record| record.seq) else {
         return Ok(Replayed {
             seq: meta.journal_seq,
