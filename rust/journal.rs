@@ -138,11 +138,7 @@ impl Journal {
         if !cfg!(target_os = "linux") {
             return false;
         }
-        let on_disk = std::fs::metadata(&self.path).ok();
-        let current = on_disk
-            .as_ref()
-            .is_some_and(|meta| meta.ino() == self.inode && meta.len() == JOURNAL_BYTES as u64);
-        if self.file.is_none() || !current {
+        if !self.is_current() {
             self.file = None;
             if self.open().is_err() {
                 self.file = None; // this lease commits durably instead
@@ -567,6 +563,21 @@ mod tests {
         (dir, journal)
     }
 
+    /// A journal in a lease, holding one small record for each of `seqs`.
+    fn journal_with(seqs: impl IntoIterator<Item = u64>) -> (tempfile::TempDir, Journal) {
+        let (dir, mut journal) = journal();
+        assert!(journal.begin_lease());
+        for seq in seqs {
+            let key = format!("k{seq}");
+            assert!(
+                journal
+                    .append(seq, &ID, 5, &[change(&key, Some(b"v"))])
+                    .unwrap()
+            );
+        }
+        (dir, journal)
+    }
+
     fn change(key: &str, value: Option<&[u8]>) -> Change {
         (Arc::from(key), value.map(<[u8]>::to_vec))
     }
@@ -605,14 +616,7 @@ mod tests {
 
     #[test]
     fn nothing_is_pending_once_redb_holds_the_first_record() {
-        let (_dir, mut journal) = journal();
-        journal.begin_lease();
-        journal
-            .append(11, &ID, 5, &[change("a", Some(b"1"))])
-            .unwrap();
-        journal
-            .append(12, &ID, 5, &[change("b", Some(b"1"))])
-            .unwrap();
+        let (_dir, journal) = journal_with([11, 12]);
         assert!(journal.pending(&ID, 12).unwrap().is_empty());
         assert!(journal.pending(&ID, 11).unwrap().is_empty()); // 12 is not at offset 0
         assert!(journal.pending(&ID, 9).unwrap().is_empty()); // a gap: not this sequence
@@ -620,23 +624,13 @@ mod tests {
 
     #[test]
     fn another_stores_journal_is_never_replayed() {
-        let (_dir, mut journal) = journal();
-        journal.begin_lease();
-        journal
-            .append(1, &ID, 5, &[change("a", Some(b"1"))])
-            .unwrap();
+        let (_dir, journal) = journal_with([1]);
         assert!(journal.pending(b"another store id", 0).unwrap().is_empty());
     }
 
     #[test]
     fn the_sequence_ends_at_a_stale_or_torn_record() {
-        let (_dir, mut journal) = journal();
-        journal.begin_lease();
-        for seq in 1..=4 {
-            journal
-                .append(seq, &ID, 0, &[change("k", Some(b"v"))])
-                .unwrap();
-        }
+        let (_dir, mut journal) = journal_with(1..=4);
         // A new lease overwrites the start: 5 and 6 follow a durable 4, and
         // the old 3 and 4 beyond them are stale.
         journal.begin_lease();
