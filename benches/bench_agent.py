@@ -38,7 +38,9 @@ def test_after_turn_commit_only(
     store = built_store(100_000)
     items = [(f.key, f.value, f.type) for f in extract_turn("fix the handler", RESPONSE)]
     turn = turn_record("fix the handler", RESPONSE, 1_800_000_000_000)
-    benchmark.pedantic(lambda: store.save_many(items, then=[(turn.key, turn.value)]), rounds=ROUNDS)
+    benchmark.pedantic(
+        lambda: store.save_many(items, caps=True, then=[(turn.key, turn.value)]), rounds=ROUNDS
+    )
 
 
 def test_after_tool(benchmark: BenchmarkFixture, built_store: Callable[[int], MemoryStore]) -> None:
@@ -63,4 +65,4 @@ def test_after_tool_commit_only(
             for result in (f"{i} passed in 3.1s\nall green" for i in range(ROUNDS + 10))
         ]
     )
-    benchmark.pedantic(lambda: store.save_many(next(batches)), rounds=ROUNDS)
+    benchmark.pedantic(lambda: store.save_many(next(batches), caps=True), rounds=ROUNDS)

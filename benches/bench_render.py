@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 import pytest
-import reference_render as ref
 from pytest_benchmark.fixture import BenchmarkFixture
+from support import reference_render as ref
 
 import membolt
 

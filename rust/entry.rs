@@ -38,6 +38,70 @@ pub struct Entry {
     pub updated_at: i64,
 }
 
+/// A field of an entry under its name in the JSON form (exports, query
+/// rows, `Entry.to_dict`): the one list of those names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Field {
+    CreatedAt,
+    Key,
+    Namespace,
+    References,
+    Type,
+    UpdatedAt,
+    Value,
+}
+
+impl Field {
+    /// Every field, sorted by name (the JSON and `keys()` order).
+    pub const SORTED: [Field; 7] = [
+        Field::CreatedAt,
+        Field::Key,
+        Field::Namespace,
+        Field::References,
+        Field::Type,
+        Field::UpdatedAt,
+        Field::Value,
+    ];
+
+    /// Every field in the order of the JSON form (§1.2).
+    pub const JSON_ORDER: [Field; 7] = [
+        Field::Key,
+        Field::Value,
+        Field::Namespace,
+        Field::Type,
+        Field::References,
+        Field::CreatedAt,
+        Field::UpdatedAt,
+    ];
+
+    pub fn from_name(name: &str) -> Option<Field> {
+        Field::SORTED.into_iter().find(|f| f.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::CreatedAt => "createdAt",
+            Field::Key => "key",
+            Field::Namespace => "namespace",
+            Field::References => "references",
+            Field::Type => "type",
+            Field::UpdatedAt => "updatedAt",
+            Field::Value => "value",
+        }
+    }
+
+    /// The field as text, for the text fields.
+    pub fn text(self, entry: &Entry) -> Option<&str> {
+        match self {
+            Field::Key => Some(&entry.key),
+            Field::Namespace => Some(&entry.namespace),
+            Field::Type => Some(&entry.kind),
+            Field::Value => Some(&entry.value),
+            _ => None,
+        }
+    }
+}
+
 /// Why a stored record could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeError(pub String);

@@ -1,30 +1,33 @@
-//! membolt's core: durable, multi-process memory storage on redb, substring
-//! search, the `<memory>` block renderer, and the text rules shared by the
-//! Python layer.
+//! membolt's core: durable, multi-process memory storage, the views of it
+//! (search, the `<memory>` block, the graph, queries) and the text rules the
+//! Python layer shares.
 //!
-//! Everything Python-facing lives in `python.rs`, behind the `python` cargo
-//! feature, so `cargo test` exercises the core without an interpreter.
+//! ```text
+//! python.rs   the PyO3 glue (behind the `python` feature; nothing else
+//!             knows Python)
+//! views/      what readers see: search, render, graph, prompt parts, query
+//! store/      the rules of §1 and §3 over a mirror, and the media below
+//!             the seam (store/medium.rs): store/redb/
+//! query/      the memory_query language
+//! entry.rs, text.rs, error.rs   shared by all of the above
+//! ```
+//!
+//! `cargo test` exercises the core without a Python interpreter.
 
-pub mod doctor;
 pub mod entry;
 pub mod error;
-pub mod fill_tree;
 pub mod fork_gate;
-pub mod graph;
-mod journal;
-mod lease;
-pub mod mirror;
+mod parallel;
 pub mod query;
 mod quiet_panic;
-pub mod render;
-pub mod render_index;
-pub mod search;
+mod random;
 pub mod store;
-mod sync;
 #[cfg(test)]
 mod test_rng;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod text;
-pub mod token_index;
+pub mod views;
 
 #[cfg(feature = "python")]
 mod python;

@@ -10,50 +10,52 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from support.fixture_stores import copy_fixture_store
 
 import membolt
+import membolt.doctor
 from membolt import MemoryStore
 
 
 def test_a_healthy_store(store: MemoryStore) -> None:
     store.save("prompt:x", "goal")
     store.save("note", "n", references=["prompt:x", "gone"])
-    report = membolt._core._inspect(store.path)
-    assert report["entries"] == 2
-    assert report["problem_count"] == 0
-    assert report["by_type"] == {"prompt": 1, "note": 1}
-    assert any("1 referenced keys do not exist" in note for note in report["notes"])
+    report = membolt.doctor.inspect(store.path)
+    assert report.entries == 2
+    assert report.problem_count == 0
+    assert report.by_type == {"prompt": 1, "note": 1}
+    assert any("1 referenced keys do not exist" in note for note in report.notes)
 
 
 def test_doctor_never_modifies_the_file(store: MemoryStore) -> None:
     store.save("k", "v")
     membolt._core._release_all()
     before = Path(store.path).read_bytes()
-    membolt._core._inspect(store.path)
+    membolt.doctor.inspect(store.path)
     assert Path(store.path).read_bytes() == before
 
 
 def test_foreign_and_damaged_files(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign.redb"
-    membolt._core._write_test_fixture(str(foreign), "foreign")
+    copy_fixture_store("foreign", foreign)
     with pytest.raises(membolt.CorruptStoreError, match="without membolt's tables"):
-        membolt._core._inspect(foreign)
+        membolt.doctor.inspect(foreign)
     text = tmp_path / "text.redb"
     text.write_text("hello " * 500)
     with pytest.raises(membolt.CorruptStoreError):
-        membolt._core._inspect(text)
+        membolt.doctor.inspect(text)
     newer = tmp_path / "newer.redb"
-    membolt._core._write_test_fixture(str(newer), "newer_schema")
+    copy_fixture_store("newer_schema", newer)
     with pytest.raises(membolt.StoreVersionError):
-        membolt._core._inspect(newer)
+        membolt.doctor.inspect(newer)
 
 
 def test_empty_file(tmp_path: Path) -> None:
     empty = tmp_path / "empty.redb"
     empty.write_bytes(b"")
-    report = membolt._core._inspect(empty)
-    assert report["entries"] == 0
-    assert report["problem_count"] == 0
+    report = membolt.doctor.inspect(empty)
+    assert report.entries == 0
+    assert report.problem_count == 0
 
 
 KILLED_WRITER = """
@@ -81,10 +83,10 @@ def doctor_copies() -> set[str]:
 def test_a_file_left_by_a_killed_writer_is_checked_on_a_copy(tmp_path: Path) -> None:
     path = killed_writer_store(tmp_path / "killed.redb", 300)
     before, copies = path.read_bytes(), doctor_copies()
-    report = membolt._core._inspect(path)
-    assert report["entries"] == 300
-    assert report["problem_count"] == 0
-    assert any("not closed cleanly" in n and "succeeds" in n for n in report["notes"])
+    report = membolt.doctor.inspect(path)
+    assert report.entries == 300
+    assert report.problem_count == 0
+    assert any("not closed cleanly" in n and "succeeds" in n for n in report.notes)
     assert path.read_bytes() == before  # the recovery ran on the copy
     assert doctor_copies() == copies  # which is gone
 
@@ -94,7 +96,7 @@ def test_a_truncated_file_is_a_problem(tmp_path: Path) -> None:
     truncated = tmp_path / "truncated.redb"
     truncated.write_bytes(path.read_bytes()[:20_000])
     with pytest.raises(membolt.CorruptStoreError, match=r"truncated\.redb"):
-        membolt._core._inspect(truncated)
+        membolt.doctor.inspect(truncated)
     clean = tmp_path / "clean.redb"
     store = MemoryStore(clean)
     store.save_many([(f"k{i}", "value " * 20) for i in range(2000)], caps=False)
@@ -103,7 +105,7 @@ def test_a_truncated_file_is_a_problem(tmp_path: Path) -> None:
     cut = tmp_path / "cut.redb"
     cut.write_bytes(clean.read_bytes()[:20_000])
     with pytest.raises(membolt.CorruptStoreError, match=r"cut\.redb"):
-        membolt._core._inspect(cut)
+        membolt.doctor.inspect(cut)
 
 
 def test_flipped_bits_never_escape_as_a_panic(tmp_path: Path) -> None:
@@ -121,7 +123,7 @@ def test_flipped_bits_never_escape_as_a_panic(tmp_path: Path) -> None:
         # A report when the flip is in unused space, else a MemboltError; a
         # PanicException (a BaseException) would fail the test.
         with contextlib.suppress(membolt.MemboltError):
-            membolt._core._inspect(path)
+            membolt.doctor.inspect(path)
         assert path.read_bytes() == bytes(damaged)
 
 
@@ -133,7 +135,7 @@ def test_a_flipped_bit_inside_a_value_is_found(tmp_path: Path) -> None:
     store.save_many([(f"k{i}", f"value {i} zebra-marker-{i}") for i in range(50)], caps=False)
     store.close()
     membolt._core._release_all()
-    assert membolt._core._inspect(path)["problem_count"] == 0
+    assert membolt.doctor.inspect(path).problem_count == 0
     data = bytearray(path.read_bytes())
     marker = b"zebra-marker-7"
     at = data.find(marker)
@@ -143,11 +145,11 @@ def test_a_flipped_bit_inside_a_value_is_found(tmp_path: Path) -> None:
         at = data.find(marker, at + 1)
     path.write_bytes(bytes(data))
     try:
-        report = membolt._core._inspect(path)
+        report = membolt.doctor.inspect(path)
     except membolt.CorruptStoreError:
         return
-    assert report["problem_count"] >= 1
-    assert any("checksum" in p or "integrity" in p for p in report["problems"])
+    assert report.problem_count >= 1
+    assert any("checksum" in p or "integrity" in p for p in report.problems)
     assert path.read_bytes() == bytes(data)
 
 
@@ -159,6 +161,6 @@ def test_doctor_creates_no_sidecar(tmp_path: Path) -> None:
     membolt._core._release_all()
     sidecar = tmp_path / "s.redb.sync"
     sidecar.unlink()
-    report = membolt._core._inspect(path)
-    assert any("no usable .sync sidecar" in note for note in report["notes"])
+    report = membolt.doctor.inspect(path)
+    assert any("no usable .sync sidecar" in note for note in report.notes)
     assert not sidecar.exists()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import membolt
+import membolt.doctor
 from membolt import MemoryStore
 
 pytestmark = pytest.mark.slow
@@ -107,10 +108,10 @@ def test_the_doctor_counts_journal_changes_without_touching_the_store(
 ) -> None:
     killed_in_lease(store_path, 30)
     before = store_path.read_bytes(), journal_of(store_path).read_bytes()
-    report = membolt._core._inspect(store_path)
-    assert report["problem_count"] == 0
-    assert report["entries"] == len(expected(30))
-    assert any("only in the journal" in note for note in report["notes"])
+    report = membolt.doctor.inspect(store_path)
+    assert report.problem_count == 0
+    assert report.entries == len(expected(30))
+    assert any("only in the journal" in note for note in report.notes)
     assert (store_path.read_bytes(), journal_of(store_path).read_bytes()) == before
 
 

@@ -16,7 +16,7 @@ import pytest
 import membolt
 from membolt import MemoryStore
 
-WORKER = str(Path(__file__).with_name("store_worker.py"))
+WORKER = str(Path(__file__).parent / "support" / "store_worker.py")
 pytestmark = pytest.mark.slow
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from reference_render import (
+from support.reference_render import (
     DONE_MARKERS,
     LEGEND,
     NOT_DONE_MARKERS,

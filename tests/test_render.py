@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import reference_render as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import reference_render as ref
 
 import membolt
 from membolt import MemoryStore
@@ -235,8 +235,9 @@ def test_ties_on_stamp_use_the_stated_tie_breaks(store: MemoryStore) -> None:
         ("error:a", "error", "x"),
         ("error:b", "error", "x"),
     ]
-    store._put_exact(
-        [
+    store.import_entries(
+        membolt.Entry.from_dict(d)
+        for d in [
             {
                 "key": key,
                 "value": value,
@@ -252,8 +253,9 @@ def test_ties_on_stamp_use_the_stated_tie_breaks(store: MemoryStore) -> None:
     block = render(store, now=100)
     assert "| resume: status:a (just now) | error: error:b" in block
     store.save("progress:z", "x", references=[])
-    store._put_exact(
-        [
+    store.import_entries(
+        membolt.Entry.from_dict(d)
+        for d in [
             {
                 "key": "progress:z",
                 "value": "x",
@@ -392,8 +394,9 @@ def test_first_candidate_rule(store: MemoryStore) -> None:
 
 
 def test_candidates_are_newest_first_with_smaller_key_on_ties(store: MemoryStore) -> None:
-    store._put_exact(
-        [
+    store.import_entries(
+        membolt.Entry.from_dict(d)
+        for d in [
             {
                 "key": key,
                 "value": "x" * 40,

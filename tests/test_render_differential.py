@@ -24,9 +24,9 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-import reference_render as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import reference_render as ref
 
 import membolt
 
@@ -214,8 +214,9 @@ def apply(store: membolt.MemoryStore, operation: tuple[object, ...]) -> None:
         entries = store.entries()
         newest = max((e.updated_at for e in entries), default=1_000)
         stamp = newest - int(back)  # type: ignore[call-overload]
-        store._put_exact(
-            [
+        store.import_entries(
+            membolt.Entry.from_dict(d)
+            for d in [
                 {
                     "key": key,
                     "value": value,

@@ -19,7 +19,7 @@ import membolt
 from membolt import AgentMemory, MemoryStore, project_store_path, system_prompt_section
 from membolt.transfer import import_entries, parse
 
-WORKER = str(Path(__file__).with_name("store_worker.py"))
+WORKER = str(Path(__file__).parent / "support" / "store_worker.py")
 
 
 def hold_store(path: Path, seconds: float) -> subprocess.Popen[str]:

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from support.fixture_stores import copy_fixture_store
 
 import membolt
 from membolt import MemoryStore
@@ -355,13 +356,13 @@ class TestForeignAndCorruptFiles:
 
     def test_foreign_redb_database(self, tmp_path: Path) -> None:
         path = tmp_path / "other.redb"
-        membolt._core._write_test_fixture(str(path), "foreign")
+        copy_fixture_store("foreign", path)
         self._assert_untouched(path, path.read_bytes(), membolt.CorruptStoreError)
         assert not path.with_name("other.redb.sync").exists()
 
     def test_newer_schema_is_refused(self, tmp_path: Path) -> None:
         path = tmp_path / "future.redb"
-        membolt._core._write_test_fixture(str(path), "newer_schema")
+        copy_fixture_store("newer_schema", path)
         before = path.read_bytes()
         with pytest.raises(membolt.StoreVersionError, match="newer membolt"):
             MemoryStore(path).get("k")

@@ -92,7 +92,7 @@ def test_malformed_lines_are_reported_with_their_number(text: str, message: str)
 def test_header_after_blank_lines_and_null_references() -> None:
     lines = ["", '{"format": "membolt-export", "schema": 1}']
     lines.append('{"key": "k", "value": "v", "createdAt": 1, "references": null}')
-    assert [e["references"] for e in parse(lines)] == [[]]
+    assert [list(e.references) for e in parse(lines)] == [[]]
 
 
 def test_decoded_lines_name_the_line_that_is_not_utf8() -> None:

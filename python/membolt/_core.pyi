@@ -1,8 +1,8 @@
 """Type stubs for the Rust extension ``membolt._core`` (checked by stubtest)."""
 
 import os
-from collections.abc import Iterable
-from typing import Any, Final, final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, final
 
 from typing_extensions import disjoint_base
 
@@ -12,9 +12,8 @@ MAX_KEY_BYTES: Final[int]
 DEFAULT_TIMEOUT: Final[float]
 STORE_COMPANION_SUFFIXES: Final[tuple[str, ...]]
 DEFAULT_MAX_TOKENS: Final[int]
-TOOL_RESULT_CAP: Final[int]
-THINKING_CAP: Final[int]
-LOW_SIGNAL_CAP: Final[int]
+#: The §1.2 JSON field names, in the order of the JSON form.
+ENTRY_FIELDS: Final[tuple[str, str, str, str, str, str, str]]
 
 @final
 class Entry:
@@ -33,15 +32,43 @@ class Entry:
     @property
     def updated_at(self) -> int: ...
     def to_dict(self) -> dict[str, Any]: ...
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Entry: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
+
+@final
+class SaveRequest:
+    def __new__(
+        cls,
+        key: object,
+        value: object,
+        *,
+        inferred_type: str,
+        type: object = None,
+        namespace: object = None,
+        references: object = None,
+        parent_type: str | None = None,
+    ) -> SaveRequest: ...
+    @property
+    def key(self) -> str: ...
+
+@final
+class Cap:
+    @staticmethod
+    def keys_under(prefix: str, keep: int) -> Cap: ...
+    @staticmethod
+    def types(types: Sequence[str], keep: int) -> Cap: ...
+    def __eq__(self, value: object, /) -> bool: ...
 
 @disjoint_base
 class Store:
     # timeout defaults to DEFAULT_TIMEOUT (5 s, BEHAVIOUR §1.4).
     def __new__(cls, path: str | os.PathLike[str], *, timeout: float = ...) -> Store: ...
     @property
-    def path(self) -> os.PathLike[str]: ...
+    def path(self) -> os.PathLike[str] | None: ...
+    @property
+    def location(self) -> str: ...
     @property
     def timeout(self) -> float: ...
     @property
@@ -59,38 +86,38 @@ class Store:
     def render(self, focus: str = "", max_tokens: int = 500, now_ms: int | None = None) -> str: ...
     def newest_keys(self, n: int) -> list[str]: ...
     def graph(self, key: str | None = None) -> list[Entry]: ...
-    def _prompt_parts(
-        self, focus: str, max_tokens: int, now_ms: int | None, key_limit: int
+    def prompt_parts(
+        self, focus: str, *, max_tokens: int, now_ms: int | None, key_limit: int
     ) -> tuple[str, list[str], int]: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: object, /) -> bool: ...
     def close(self) -> None: ...
     def _hold(self) -> None: ...
     def _unhold(self) -> None: ...
-    def _save(
-        self,
-        key: object,
-        value: object,
-        kind: object,
-        inferred_kind: str,
-        namespace: object,
-        references: object,
-        parent_kind: str | None,
-    ) -> Entry: ...
+    def _save(self, request: SaveRequest) -> Entry: ...
     def _save_many(
         self,
-        items: Iterable[tuple[object, ...]],
-        apply_caps: bool,
-        then: Iterable[tuple[object, ...]] | None = None,
+        requests: Iterable[SaveRequest],
+        *,
+        caps: Iterable[Cap],
+        then: Iterable[SaveRequest],
     ) -> list[Entry]: ...
-    def _apply_batch(self, ops: Iterable[tuple[object, ...]]) -> list[Any]: ...
-    def _put_exact(self, entries: Iterable[dict[str, Any]]) -> int: ...
-    def _query(
+    def _apply_batch(
+        self,
+        ops: Iterable[
+            tuple[Literal["save"], SaveRequest]
+            | tuple[Literal["delete"], str]
+            | tuple[Literal["link", "unlink"], str, str]
+        ],
+    ) -> list[Any]: ...
+    def import_entries(self, entries: Iterable[Entry]) -> int: ...
+    def query(
         self,
         source: str,
-        tool_calls: Iterable[Any],
-        tasks: Iterable[Any],
-        limit: int,
+        *,
+        tool_calls: Iterable[Any] | None = None,
+        tasks: Iterable[Any] | None = None,
+        limit: int = 50,
         memory_cap: int | None = None,
     ) -> Any: ...
 
@@ -101,5 +128,4 @@ def _release_all() -> None: ...
 def _before_fork() -> None: ...
 def _after_fork_in_parent() -> None: ...
 def _after_fork_in_child() -> None: ...
-def _write_test_fixture(path: str | os.PathLike[str], kind: str) -> None: ...
 def _inspect(path: str | os.PathLike[str], timeout: float = ...) -> dict[str, Any]: ...

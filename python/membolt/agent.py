@@ -152,7 +152,7 @@ class AgentMemory:
             # A new bullet references the checkpoint; an existing one keeps its
             # references (the extraction batch rule, §3.3).
             items += [(b.key, b.value, b.type, [checkpoint.key]) for b in bullets]
-            return len(self.store.save_many(items))
+            return len(self.store.save_many(items, caps=True))
 
         return self._guarded("auto_capture", run)
 
@@ -160,7 +160,7 @@ class AgentMemory:
         items = [(fact.key, fact.value, fact.type) for fact in facts]
         if not items and not then:
             return 0
-        return len(self.store.save_many(items, then=then or ()))
+        return len(self.store.save_many(items, caps=True, then=then or ()))
 
     def _guarded(self, hook: str, run: Callable[[], int]) -> int:
         try:
@@ -235,8 +235,12 @@ class AgentMemory:
         """
         if not isinstance(expression, str):
             raise QueryError("query must be a string", kind="compile")
-        return self.store._query(
-            expression, self.tool_calls, self.tasks, tools.query_limit(limit), memory_cap
+        return self.store.query(
+            expression,
+            tool_calls=self.tool_calls,
+            tasks=self.tasks,
+            limit=tools.query_limit(limit),
+            memory_cap=memory_cap,
         )
 
     @property

@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Final
 
 from .errors import ArgumentTypeError
+from .keys import THINKING_KEY_PREFIX, TOOL_KEY_PREFIX
 
 # (how the key is tested, the words, the type): the first matching row wins.
 # Tests are case-sensitive on the raw key.
 _RULES: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
-    ("prefix", ("tool:",), "tool_result"),
-    ("prefix", ("thinking:",), "thinking"),
+    ("prefix", (TOOL_KEY_PREFIX,), "tool_result"),
+    ("prefix", (THINKING_KEY_PREFIX,), "thinking"),
     ("equals", ("last_action",), "action"),
     ("equals", ("last_files",), "file"),
     ("contains", ("prompt", "goal", "task"), "prompt"),

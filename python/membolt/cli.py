@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import _core, tools, transfer
+from . import _core, doctor, tools, transfer
 from ._core import Entry
 from .errors import MemboltError
 from .store import MemoryStore, project_store_path
@@ -91,10 +91,10 @@ def cmd_search(args: argparse.Namespace) -> None:
 def cmd_stats(args: argparse.Namespace) -> None:
     store = open_store(args)
     entries = store.entries()
-    path = Path(store.path)
-    size = path.stat().st_size if path.exists() else 0
-    print(f"store:   {path}")
-    print(f"size:    {size} bytes")
+    print(f"store:   {store.location}")
+    if store.path is not None:
+        path = Path(store.path)
+        print(f"size:    {path.stat().st_size if path.exists() else 0} bytes")
     print(f"entries: {len(entries)}")
     for entry_type, count in sorted(Counter(e.type or "note" for e in entries).items()):
         print(f"  {entry_type}: {count}")
@@ -117,11 +117,12 @@ def cmd_export(args: argparse.Namespace) -> None:
 def _export_to_file(store: MemoryStore, output: Path) -> int:
     """Writes the export next to ``output`` and renames it into place, so a
     failed export leaves an existing file (an older backup) as it was."""
-    store_path = Path(store.path)
-    companions = [Path(f"{store_path}{suffix}") for suffix in _core.STORE_COMPANION_SUFFIXES]
-    for taken in (store_path, *companions):
-        if output.exists() and taken.exists() and output.samefile(taken):
-            raise CommandError(f"{output} is the store itself; export to another file")
+    if store.path is not None:
+        store_path = Path(store.path)
+        suffixes = _core.STORE_COMPANION_SUFFIXES
+        for taken in (store_path, *(Path(f"{store_path}{suffix}") for suffix in suffixes)):
+            if output.exists() and taken.exists() and output.samefile(taken):
+                raise CommandError(f"{output} is the store itself; export to another file")
     directory = output.parent if str(output.parent) else Path(".")
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{output.name}.", suffix=".tmp")
     try:
@@ -162,15 +163,15 @@ def cmd_doctor(args: argparse.Namespace) -> None:
     path = _store_location(args)
     if not path.exists():
         raise CommandError(f"no store at {path}")
-    report = _core._inspect(path, args.timeout)
+    report = doctor.inspect(path, args.timeout)
     print(f"store:   {path}")
-    print(f"size:    {report['file_bytes']} bytes")
-    print(f"entries: {report['entries']}")
-    for note in report["notes"]:
+    print(f"size:    {report.file_bytes} bytes")
+    print(f"entries: {report.entries}")
+    for note in report.notes:
         print(f"note:    {note}")
-    for problem in report["problems"]:
+    for problem in report.problems:
         print(f"PROBLEM: {problem}")
-    count = report["problem_count"]
+    count = report.problem_count
     if count:
         raise CommandError(f"{count} problem(s) found in {path}")
     print("ok: no problems found")

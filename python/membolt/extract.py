@@ -40,6 +40,7 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from itertools import islice
 
+from . import keys
 from ._core import MAX_KEY_BYTES as _CORE_MAX_KEY_BYTES
 from ._core import truncate
 
@@ -739,9 +740,10 @@ def slug(text: str, empty: str = "output") -> str:
 
 
 def tool_result_key(tool_name: str, result: str) -> str:
-    """``tool:<tool name>:<slug>`` (§6.6). Not bounded: a huge tool name gives a
-    huge key, which :func:`extract_tool_result` refuses to produce."""
-    return f"tool:{_valid_text(tool_name)}:{slug(result)}"
+    """The §6.6 key of ``result`` (``tool:<tool name>:<slug>``, see ``keys``).
+    Not bounded: a huge tool name gives a huge key, which
+    :func:`extract_tool_result` refuses to produce."""
+    return keys.tool_result_key(_valid_text(tool_name), slug(result))
 
 
 def extract_tool_result(
@@ -774,7 +776,7 @@ def thinking_fact(text: str, now_ms: int) -> Fact | None:
     text = _valid_text(text)
     if not trim(text):
         return None
-    key = f"thinking:{now_ms}:{slug(text, empty='round')}"
+    key = keys.thinking_key(now_ms, slug(text, empty="round"))
     return Fact(key, truncate(text, THINKING_VALUE_LIMIT), THINKING_TYPE)
 
 

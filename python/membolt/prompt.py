@@ -40,7 +40,9 @@ def system_prompt_section(
     ``max_tokens`` is the budget of the ``<memory>`` block and ``now_ms``
     pins its clock (default: the current time).
     """
-    block, keys, total = store._prompt_parts(focus, max_tokens, now_ms, MEMORY_KEYS_SHOWN)
+    block, keys, total = store.prompt_parts(
+        focus, max_tokens=max_tokens, now_ms=now_ms, key_limit=MEMORY_KEYS_SHOWN
+    )
     if not block:
         return STANDING_RULE
     key_lines = [escape_line(key) for key in keys]

@@ -1,9 +1,11 @@
 """The public store: where a project's memory lives, and the Python-side
-rules applied before the Rust core writes (type inference, parent types).
+rules applied before the Rust core writes (type inference, parent types,
+the extraction caps when asked for).
 
-Reads (``get``, ``search``, ``keys`` …) are inherited unchanged from the Rust
-``Store``; this class only adds what needs a Python rule table or a Python
-protocol (context managers, class-method constructors).
+Reads (``get``, ``search``, ``keys``, ``render``, ``query`` …) are inherited
+unchanged from the Rust ``Store``; this class only adds what needs a Python
+rule table or a Python protocol (context managers, class-method
+constructors). Every write reaches the core as a typed ``SaveRequest``.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from . import _core
-from ._core import Entry
+from ._core import Entry, SaveRequest
+from .caps import extraction_caps
 from .classify import DEFAULT_TYPE, classify, parent_type
 from .errors import ArgumentTypeError
 
@@ -59,21 +62,40 @@ def project_store_path(
     return base / encode_cwd(project) / STORE_FILE_NAME
 
 
+#: One operation of a ``batch()`` block, as the core takes it.
+BatchOp = (
+    tuple[Literal["save"], SaveRequest]
+    | tuple[Literal["delete"], str]
+    | tuple[Literal["link", "unlink"], str, str]
+)
 BatchItem = (
     tuple[str, str]
     | tuple[str, str, str | None]
     | tuple[str, str, str | None, Sequence[str] | None]
 )
-SaveArgs = tuple[object, object, object, str, object, object, "str | None"]
 
 
-def _save_args(
-    key: object, value: object, type: object, namespace: object, references: object
-) -> SaveArgs:
-    """The arguments of the core's ``_save``: the Python rules filled in."""
+def save_request(
+    key: object,
+    value: object,
+    type: object = None,
+    namespace: object = None,
+    references: object = None,
+) -> SaveRequest:
+    """A save as the core takes it: the caller's fields, with the Python rules
+    filled in (the type the key implies, the parent type of the new type).
+    Wrong argument types are refused here, naming the argument."""
     inferred = classify(key) if isinstance(key, str) else DEFAULT_TYPE
     new_type = type if isinstance(type, str) else inferred
-    return (key, value, type, inferred, namespace, references, parent_type(new_type))
+    return SaveRequest(
+        key,
+        value,
+        type=type,
+        inferred_type=inferred,
+        namespace=namespace,
+        references=references,
+        parent_type=parent_type(new_type),
+    )
 
 
 def _fields(item: object, least: int, most: int, what: str) -> tuple[Any, ...]:
@@ -121,38 +143,37 @@ class MemoryStore(_core.Store):
         ``""``, and ``references`` or its automatic parent (§3.2). An existing
         key keeps its type, namespace and references unless given.
         """
-        return self._save(*_save_args(key, value, type, namespace, references))
+        return self._save(save_request(key, value, type, namespace, references))
 
     def save_many(
         self,
         items: Iterable[BatchItem],
         *,
-        caps: bool = True,
+        caps: bool = False,
         then: Iterable[tuple[str, str]] = (),
     ) -> list[Entry]:
-        """The extraction batch (§3.3): one transaction, chained links.
+        """The batch save of §3.3: one transaction, chained links.
 
         Items are ``(key, value)``, ``(key, value, type)`` or ``(key, value,
         type, references)``. A new entry links to the previous key of the batch
         (tool results and the first entry: to their automatic parent) unless
         it has references; an existing entry keeps its creation time and
-        references. With ``caps`` (the default) the §6.7 caps are applied in
-        the same transaction. ``then`` holds ``(key, value)`` pairs saved with
+        references. With ``caps=True`` the §6.7 caps of the extraction hooks
+        are applied in the same transaction (see ``membolt.caps``); without,
+        nothing is deleted. ``then`` holds ``(key, value)`` pairs saved with
         the plain rules of :meth:`save` after the batch, in the same
         transaction (their entries are not returned).
         """
-        rows = []
+        if not isinstance(caps, bool):
+            raise ArgumentTypeError(f"caps must be a bool, not {type(caps).__name__}")
+        requests = []
         for item in items:
             fields = (*_fields(item, 2, 4, "save_many item"), None, None)
             key, value, explicit, references = fields[:4]
-            _, _, _, inferred, _, _, parent = _save_args(key, value, explicit, None, None)
-            rows.append((key, value, explicit, inferred, parent, references))
-        plain = []
-        for pair in then:
-            key, value = _fields(pair, 2, 2, "then item")
-            _, _, _, inferred, _, _, parent = _save_args(key, value, None, None, None)
-            plain.append((key, value, None, inferred, parent, None))
-        return self._save_many(rows, caps, plain)
+            requests.append(save_request(key, value, explicit, None, references))
+        plain = [save_request(*_fields(pair, 2, 2, "then item")) for pair in then]
+        applied = extraction_caps(request.key for request in requests) if caps else []
+        return self._save_many(requests, caps=applied, then=plain)
 
     def batch(self) -> Batch:
         """Group plain writes into one transaction::
@@ -188,7 +209,7 @@ class MemoryStore(_core.Store):
         self.close()
 
     def __repr__(self) -> str:
-        return f"MemoryStore({str(self.path)!r})"
+        return f"MemoryStore({self.location!r})"
 
 
 class Batch:
@@ -196,7 +217,7 @@ class Batch:
 
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
-        self._ops: list[tuple[object, ...]] = []
+        self._ops: list[BatchOp] = []
         self.results: list[Any] = []
 
     def save(
@@ -207,7 +228,7 @@ class Batch:
         namespace: str | None = None,
         references: Sequence[str] | None = None,
     ) -> None:
-        self._ops.append(("save", *_save_args(key, value, type, namespace, references)))
+        self._ops.append(("save", save_request(key, value, type, namespace, references)))
 
     def delete(self, key: str) -> None:
         self._ops.append(("delete", key))

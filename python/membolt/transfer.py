@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from typing import Any, BinaryIO, Final, TextIO
 
 from . import _core
+from ._core import Entry
 from .classify import classify
 from .errors import MemboltError
 from .store import MemoryStore
@@ -33,7 +34,9 @@ EXPORT_FORMAT: Final = "membolt-export"
 # The version of the export format (its header and entry objects), which is
 # not the store file's schema: the journal changed the file, not this.
 EXPORT_SCHEMA: Final = 1
-FIELDS: Final = ("key", "value", "namespace", "type", "references", "createdAt", "updatedAt")
+#: The §1.2 JSON field names, from the one list the core keeps.
+FIELDS: Final = _core.ENTRY_FIELDS
+KEY, VALUE, NAMESPACE, TYPE, REFERENCES, CREATED_AT, UPDATED_AT = FIELDS
 
 
 class ImportFormatError(MemboltError, ValueError):
@@ -77,11 +80,9 @@ def decoded_lines(source: BinaryIO) -> Iterator[str]:
         yield line.removeprefix("\ufeff") if number == 1 else line
 
 
-def parse(
-    lines: Iterable[str], progress: Callable[[int], None] | None = None
-) -> list[dict[str, Any]]:
+def parse(lines: Iterable[str], progress: Callable[[int], None] | None = None) -> list[Entry]:
     """Check every line and return the entries; raises ImportFormatError."""
-    entries: list[dict[str, Any]] = []
+    entries: list[Entry] = []
     seen: dict[str, int] = {}
     first_record = True
     for number, line in enumerate(lines, start=1):
@@ -99,24 +100,24 @@ def parse(
             raise ImportFormatError(number, f"not valid JSON ({error})") from None
         if not isinstance(record, dict):
             raise ImportFormatError(number, "not a JSON object")
-        is_header = first_record and "format" in record and "key" not in record
+        is_header = first_record and "format" in record and KEY not in record
         first_record = False
         if is_header:
             _check_header(record, number)
             continue
         entry = _entry(record, number)
-        if entry["key"] in seen:
+        if entry.key in seen:
             raise ImportFormatError(
-                number, f"key {json.dumps(entry['key'])} already on line {seen[entry['key']]}"
+                number, f"{KEY} {json.dumps(entry.key)} already on line {seen[entry.key]}"
             )
-        seen[entry["key"]] = number
+        seen[entry.key] = number
         entries.append(entry)
     return entries
 
 
-def import_entries(store: MemoryStore, entries: list[dict[str, Any]]) -> int:
+def import_entries(store: MemoryStore, entries: list[Entry]) -> int:
     """Write checked entries in one transaction; returns how many changed."""
-    return store._put_exact(entries)
+    return store.import_entries(entries)
 
 
 def _check_header(header: dict[str, Any], line: int) -> None:
@@ -133,46 +134,47 @@ def _check_header(header: dict[str, Any], line: int) -> None:
         )
 
 
-def _entry(record: dict[str, Any], line: int) -> dict[str, Any]:
+def _entry(record: dict[str, Any], line: int) -> Entry:
     """One entry in the §1.2 form, from a membolt or seed-format record."""
-    key = record.get("key")
+    key = record.get(KEY)
     if not isinstance(key, str) or not key:
-        raise ImportFormatError(line, "key must be a non-empty string")
+        raise ImportFormatError(line, f"{KEY} must be a non-empty string")
     if len(key.encode("utf-8", "surrogatepass")) > _core.MAX_KEY_BYTES:
-        raise ImportFormatError(line, f"key is longer than {_core.MAX_KEY_BYTES} bytes")
-    value = record.get("value")
+        raise ImportFormatError(line, f"{KEY} is longer than {_core.MAX_KEY_BYTES} bytes")
+    value = record.get(VALUE)
     if not isinstance(value, str):
-        raise ImportFormatError(line, "value must be a string")
-    entry_type = record.get("type", classify(key))
-    namespace = record.get("namespace", "")
-    for name, text in (("type", entry_type), ("namespace", namespace)):
+        raise ImportFormatError(line, f"{VALUE} must be a string")
+    entry_type = record.get(TYPE, classify(key))
+    namespace = record.get(NAMESPACE, "")
+    for name, text in ((TYPE, entry_type), (NAMESPACE, namespace)):
         if not isinstance(text, str):
             raise ImportFormatError(line, f"{name} must be a string")
-    references = record.get("references")
+    references = record.get(REFERENCES)
     if references is None:  # absent, or null in the seed format
         references = []
     if not isinstance(references, list) or not all(
         isinstance(r, str) and r and len(r.encode("utf-8", "surrogatepass")) <= _core.MAX_KEY_BYTES
         for r in references
     ):
-        raise ImportFormatError(line, "references must be a list of keys")
-    for name, text in (("key", key), ("value", value), ("type", entry_type)):
+        raise ImportFormatError(line, f"{REFERENCES} must be a list of keys")
+    for name, text in ((KEY, key), (VALUE, value), (TYPE, entry_type), (NAMESPACE, namespace)):
         _check_unicode(text, name, line)
-    _check_unicode(namespace, "namespace", line)
     for reference in references:
-        _check_unicode(reference, "references", line)
-    created = _timestamp(record.get("createdAt"), "createdAt", line)
-    updated = _timestamp(record.get("updatedAt", created), "updatedAt", line)
-    return {
-        "key": key,
-        "value": value,
-        "namespace": namespace,
-        "type": entry_type,
-        # Normalised as a save would store them: no self-reference, no duplicate.
-        "references": list(dict.fromkeys(r for r in references if r != key)),
-        "createdAt": created,
-        "updatedAt": updated,
-    }
+        _check_unicode(reference, REFERENCES, line)
+    created = _timestamp(record.get(CREATED_AT), CREATED_AT, line)
+    updated = _timestamp(record.get(UPDATED_AT, created), UPDATED_AT, line)
+    return Entry.from_dict(
+        {
+            KEY: key,
+            VALUE: value,
+            NAMESPACE: namespace,
+            TYPE: entry_type,
+            # Normalised as a save would store them: no self-reference, no duplicate.
+            REFERENCES: list(dict.fromkeys(r for r in references if r != key)),
+            CREATED_AT: created,
+            UPDATED_AT: updated,
+        }
+    )
 
 
 def _check_unicode(text: str, name: str, line: int) -> None:

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use super::builtins::Builtin;
 use super::error::Pos;
+use super::functions::Builtin;
 use super::value::{EntryField, Value};
 
 #[derive(Debug)]

@@ -1,5 +1,6 @@
-//! Builtin functions (expr-lang semantics where BEHAVIOUR §9 is silent),
-//! plus indexing and slicing, which share their list/string helpers.
+//! What the builtin functions do (expr-lang semantics where §9 is
+//! silent), plus indexing and slicing, which share their list/string
+//! helpers. Their names and arities are in `functions.rs`.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -8,161 +9,38 @@ use std::sync::Arc;
 use super::ast::{BinaryOp, Expr, FieldName};
 use super::budget::Budget;
 use super::error::{RunError, RunResult};
-use super::eval::{Evaluator, Predicate, member};
+use super::functions::Builtin;
 use super::json::to_json;
-use super::ops::{self, cmp_numbers};
+use super::ops::{self, cmp_numbers, member};
 use super::relational::{self, Distinct, canonical_key};
 use super::value::{EntryField, Map, Value};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Builtin {
-    All,
-    Any,
-    Concat,
-    Count,
-    Filter,
-    Find,
-    First,
-    GroupBy,
-    /// `join(left, right, leftField, rightField)`: the relational join.
-    Join,
-    Keys,
-    Last,
-    Len,
-    Lower,
-    Map,
-    None,
-    One,
-    SortBy,
-    Split,
-    /// `join(list[, sep])`: expr-lang's string join.
-    StrJoin,
-    Sum,
-    Take,
-    Trim,
-    Union,
-    Uniq,
-    Upper,
-    Values,
+/// What a builtin needs of the evaluator: its arguments evaluated, its
+/// predicate run over the elements of a list, and the budget every step is
+/// charged to. The evaluator implements it; builtins know nothing else of it.
+pub(crate) trait Evaluate {
+    fn eval(&mut self, expr: &Expr) -> RunResult<Value>;
+    fn budget(&mut self) -> &mut Budget;
+    /// Makes `items` the list `predicate` iterates.
+    fn bind(&mut self, predicate: Predicate<'_>, items: &Arc<Vec<Value>>);
+    /// Runs a predicate on element `index` of its bound list.
+    fn apply(&mut self, predicate: Predicate<'_>, index: usize) -> RunResult<Value>;
+    /// Runs a predicate that must give a bool.
+    fn test(&mut self, predicate: Predicate<'_>, index: usize) -> RunResult<bool>;
+    /// Drops the predicate's slots once a builtin is done with it.
+    fn release(&mut self, predicate: Predicate<'_>);
 }
 
-/// Whether a predicate builtin's predicate may be left out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PredicateArg {
-    Required,
-    Optional,
-}
-
-const NAMES: [(&str, Builtin); 25] = [
-    ("all", Builtin::All),
-    ("any", Builtin::Any),
-    ("concat", Builtin::Concat),
-    ("count", Builtin::Count),
-    ("filter", Builtin::Filter),
-    ("find", Builtin::Find),
-    ("first", Builtin::First),
-    ("groupBy", Builtin::GroupBy),
-    ("join", Builtin::Join),
-    ("keys", Builtin::Keys),
-    ("last", Builtin::Last),
-    ("len", Builtin::Len),
-    ("lower", Builtin::Lower),
-    ("map", Builtin::Map),
-    ("none", Builtin::None),
-    ("one", Builtin::One),
-    ("sortBy", Builtin::SortBy),
-    ("split", Builtin::Split),
-    ("sum", Builtin::Sum),
-    ("take", Builtin::Take),
-    ("trim", Builtin::Trim),
-    ("union", Builtin::Union),
-    ("uniq", Builtin::Uniq),
-    ("upper", Builtin::Upper),
-    ("values", Builtin::Values),
-];
-
-impl Builtin {
-    pub fn from_name(name: &str) -> Option<Builtin> {
-        NAMES.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
-    }
-
-    pub fn name(self) -> &'static str {
-        if self == Builtin::StrJoin {
-            return "join";
-        }
-        NAMES
-            .iter()
-            .find(|(_, b)| *b == self)
-            .map_or("?", |(n, _)| n)
-    }
-
-    /// Predicate builtins take `(list, predicate, ...)`; the predicate is
-    /// parsed in its own scope.
-    pub fn predicate_arg(self) -> Option<PredicateArg> {
-        match self {
-            Builtin::All
-            | Builtin::Any
-            | Builtin::Filter
-            | Builtin::Find
-            | Builtin::GroupBy
-            | Builtin::Map
-            | Builtin::None
-            | Builtin::One
-            | Builtin::SortBy => Some(PredicateArg::Required),
-            Builtin::Count | Builtin::Sum => Some(PredicateArg::Optional),
-            _ => None,
-        }
-    }
-
-    /// Checks the argument count; `join` is resolved to its string or
-    /// relational form here.
-    pub fn check_arity(self, count: usize) -> Result<Builtin, String> {
-        let (min, max) = match self {
-            Builtin::Join => {
-                return match count {
-                    4 => Ok(Builtin::Join),
-                    1 | 2 => Ok(Builtin::StrJoin),
-                    _ => Err(format!(
-                        "join takes 1 or 2 arguments (join strings) or 4 (join relations), \
-                         not {count}"
-                    )),
-                };
-            }
-            Builtin::Count | Builtin::Sum | Builtin::Trim | Builtin::StrJoin => (1, 2),
-            Builtin::SortBy | Builtin::Split => (2, 3),
-            Builtin::Concat => (1, usize::MAX),
-            Builtin::Union => (2, usize::MAX),
-            Builtin::Len
-            | Builtin::First
-            | Builtin::Last
-            | Builtin::Keys
-            | Builtin::Values
-            | Builtin::Uniq
-            | Builtin::Lower
-            | Builtin::Upper => (1, 1),
-            _ => (2, 2),
-        };
-        if (min..=max).contains(&count) {
-            return Ok(self);
-        }
-        let expected = if min == max {
-            format!("{min}")
-        } else if max == usize::MAX {
-            format!("at least {min}")
-        } else {
-            format!("{min} to {max}")
-        };
-        let plural = if max == 1 { "" } else { "s" };
-        Err(format!(
-            "{} expects {expected} argument{plural}, not {count}",
-            self.name()
-        ))
-    }
+/// A predicate argument of a builtin, with its first slot.
+#[derive(Clone, Copy)]
+pub(crate) struct Predicate<'e> {
+    pub body: &'e Expr,
+    pub slot: usize,
 }
 
 /// Evaluates a call. The parser guarantees the argument count.
 pub(crate) fn call(
-    ev: &mut Evaluator,
+    ev: &mut impl Evaluate,
     func: Builtin,
     args: &[Expr],
     slot: usize,
@@ -174,7 +52,7 @@ pub(crate) fn call(
         .iter()
         .map(|arg| ev.eval(arg))
         .collect::<RunResult<Vec<_>>>()?;
-    let budget = &mut ev.budget;
+    let budget = ev.budget();
     let arg = |i: usize| values.get(i).unwrap_or(&Value::Nil);
     let name = func.name();
     match func {
@@ -236,7 +114,7 @@ fn new_list(items: Vec<Value>, budget: &mut Budget) -> RunResult<Value> {
 // ---- predicate builtins ------------------------------------------------
 
 fn call_with_predicate(
-    ev: &mut Evaluator,
+    ev: &mut impl Evaluate,
     func: Builtin,
     args: &[Expr],
     slot: usize,
@@ -258,8 +136,8 @@ fn call_with_predicate(
         ev.bind(p, &items);
     }
     let result = match (func, predicate) {
-        (Builtin::Count, None) => count_true(&items, &mut ev.budget),
-        (Builtin::Sum, None) => sum(items.iter().cloned(), &mut ev.budget),
+        (Builtin::Count, None) => count_true(&items, ev.budget()),
+        (Builtin::Sum, None) => sum(items.iter().cloned(), ev.budget()),
         (_, None) => Err(RunError::new(format!("{name} needs a predicate"))),
         (Builtin::Filter, Some(p)) => filter(ev, &items, p),
         (Builtin::Map, Some(p)) => map(ev, &items, p),
@@ -271,7 +149,7 @@ fn call_with_predicate(
         (Builtin::Find, Some(p)) => find(ev, &items, p),
         (Builtin::Sum, Some(p)) => {
             let mapped = map(ev, &items, p)?;
-            sum(list(&mapped, name)?.iter().cloned(), &mut ev.budget)
+            sum(list(&mapped, name)?.iter().cloned(), ev.budget())
         }
         (Builtin::GroupBy, Some(p)) => group_by(ev, &items, p),
         (Builtin::SortBy, Some(p)) => sort_by(ev, &items, p, order.as_ref()),
@@ -285,22 +163,22 @@ fn call_with_predicate(
     result
 }
 
-fn filter(ev: &mut Evaluator, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
+fn filter(ev: &mut impl Evaluate, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
     let mut kept = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        ev.budget.step()?;
+        ev.budget().step()?;
         if ev.test(p, i)? {
             kept.push(item.clone());
         }
     }
-    new_list(kept, &mut ev.budget)
+    new_list(kept, ev.budget())
 }
 
-fn map(ev: &mut Evaluator, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
-    ev.budget.container(items.len())?;
+fn map(ev: &mut impl Evaluate, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
+    ev.budget().container(items.len())?;
     let mut out = Vec::with_capacity(items.len());
     for i in 0..items.len() {
-        ev.budget.step()?;
+        ev.budget().step()?;
         out.push(ev.apply(p, i)?);
     }
     Ok(Value::from(out))
@@ -309,7 +187,7 @@ fn map(ev: &mut Evaluator, items: &[Value], p: Predicate<'_>) -> RunResult<Value
 /// `all`, `any`, `none`, `one`: counts hits, stopping early once `stop_at`
 /// hits settle the answer.
 fn quantify(
-    ev: &mut Evaluator,
+    ev: &mut impl Evaluate,
     items: &[Value],
     p: Predicate<'_>,
     verdict: fn(usize, usize) -> bool,
@@ -317,7 +195,7 @@ fn quantify(
 ) -> RunResult<Value> {
     let (mut hits, mut seen) = (0, 0);
     for i in 0..items.len() {
-        ev.budget.step()?;
+        ev.budget().step()?;
         seen += 1;
         if ev.test(p, i)? {
             hits += 1;
@@ -332,10 +210,10 @@ fn quantify(
     Ok(Value::Bool(verdict(hits, seen)))
 }
 
-fn count(ev: &mut Evaluator, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
+fn count(ev: &mut impl Evaluate, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
     let mut hits = 0i64;
     for i in 0..items.len() {
-        ev.budget.step()?;
+        ev.budget().step()?;
         if ev.test(p, i)? {
             hits += 1;
         }
@@ -356,9 +234,9 @@ fn count_true(items: &[Value], budget: &mut Budget) -> RunResult<Value> {
     Ok(Value::Int(hits))
 }
 
-fn find(ev: &mut Evaluator, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
+fn find(ev: &mut impl Evaluate, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
     for (i, item) in items.iter().enumerate() {
-        ev.budget.step()?;
+        ev.budget().step()?;
         if ev.test(p, i)? {
             return Ok(item.clone());
         }
@@ -381,10 +259,10 @@ fn sum(items: impl Iterator<Item = Value>, budget: &mut Budget) -> RunResult<Val
 
 /// Groups keyed by the canonical text of the predicate's value (`nil` for
 /// nil), each group in input order.
-fn group_by(ev: &mut Evaluator, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
+fn group_by(ev: &mut impl Evaluate, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
     let mut groups: BTreeMap<Arc<str>, Vec<Value>> = BTreeMap::new();
     for (i, item) in items.iter().enumerate() {
-        ev.budget.step()?;
+        ev.budget().step()?;
         let key = ev.apply(p, i)?;
         let name: Arc<str> = match (&key, canonical_key(&key)) {
             (Value::Str(s), _) => s.clone(),
@@ -399,10 +277,10 @@ fn group_by(ev: &mut Evaluator, items: &[Value], p: Predicate<'_>) -> RunResult<
         };
         // Finding the group compares the key with about log2(groups) others.
         let depth = u64::from(usize::BITS - groups.len().leading_zeros());
-        ev.budget.compare_keys(name.len(), depth)?;
+        ev.budget().compare_keys(name.len(), depth)?;
         groups.entry(name).or_default().push(item.clone());
     }
-    ev.budget.container(groups.len() + items.len())?;
+    ev.budget().container(groups.len() + items.len())?;
     let fields = groups
         .into_iter()
         .map(|(k, v)| (k, Value::from(v)))
@@ -418,7 +296,7 @@ enum SortKeys {
 
 /// Stable sort by the predicate's value, `"asc"` (default) or `"desc"`.
 fn sort_by(
-    ev: &mut Evaluator,
+    ev: &mut impl Evaluate,
     items: &[Value],
     p: Predicate<'_>,
     order: Option<&Value>,
@@ -436,7 +314,7 @@ fn sort_by(
     };
     let mut keys = None;
     for i in 0..items.len() {
-        ev.budget.step()?;
+        ev.budget().step()?;
         let key = ev.apply(p, i)?;
         let mismatch = |first: &str| {
             RunError::new(format!(
@@ -463,9 +341,9 @@ fn sort_by(
         Some(SortKeys::Strings(k)) => k.iter().map(|s| s.len()).max().unwrap_or(0),
         _ => 0,
     };
-    ev.budget
+    ev.budget()
         .compare_keys(key_bytes, n * u64::from(64 - n.leading_zeros()))?;
-    ev.budget.container(items.len())?;
+    ev.budget().container(items.len())?;
     let mut order: Vec<usize> = (0..items.len()).collect();
     match &keys {
         Some(SortKeys::Numbers(k)) => order.sort_by(|&a, &b| {

@@ -13,9 +13,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::ast::{BinaryOp, CompareOp, Expr, ExprKind, FieldName, MapKey, PostfixOp, Relation};
+use super::ast::{BinaryOp, CompareOp, Expr, ExprKind, MapKey, PostfixOp, Relation};
 use super::budget::Budget;
-use super::builtins;
+use super::builtins::{self, Evaluate, Predicate};
 use super::error::{Pos, RunError, RunResult};
 use super::ops;
 use super::value::{Map, Value};
@@ -28,11 +28,46 @@ pub(crate) struct Evaluator {
     tasks: Value,
 }
 
-/// A predicate argument of a builtin, with its first slot.
-#[derive(Clone, Copy)]
-pub(crate) struct Predicate<'e> {
-    pub body: &'e Expr,
-    pub slot: usize,
+impl Evaluate for Evaluator {
+    fn eval(&mut self, expr: &Expr) -> RunResult<Value> {
+        Evaluator::eval(self, expr)
+    }
+
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+
+    /// Makes `items` the list `predicate` iterates.
+    fn bind(&mut self, predicate: Predicate<'_>, items: &Arc<Vec<Value>>) {
+        self.env.truncate(predicate.slot);
+        self.env.push(Value::List(items.clone()));
+        self.env.push(Value::Int(0));
+    }
+
+    /// Runs a predicate on element `index` of its bound list.
+    fn apply(&mut self, predicate: Predicate<'_>, index: usize) -> RunResult<Value> {
+        self.env.truncate(predicate.slot + 2);
+        let index_slot = self.env.get_mut(predicate.slot + 1).ok_or_else(unbound)?;
+        *index_slot = Value::Int(index as i64);
+        self.eval(predicate.body)
+    }
+
+    /// Runs a predicate that must give a bool.
+    fn test(&mut self, predicate: Predicate<'_>, index: usize) -> RunResult<bool> {
+        match self.apply(predicate, index)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(RunError::new(format!(
+                "predicate must give a bool, not {}",
+                other.type_name()
+            ))
+            .at(predicate.body.pos)),
+        }
+    }
+
+    /// Drops the predicate's slots once a builtin is done with it.
+    fn release(&mut self, predicate: Predicate<'_>) {
+        self.env.truncate(predicate.slot);
+    }
 }
 
 fn unbound() -> RunError {
@@ -75,38 +110,6 @@ impl Evaluator {
             ExprKind::Call { func, args, slot } => builtins::call(self, *func, args, *slot),
         };
         result.map_err(|err| err.at(expr.pos))
-    }
-
-    /// Makes `items` the list `predicate` iterates.
-    pub fn bind(&mut self, predicate: Predicate<'_>, items: &Arc<Vec<Value>>) {
-        self.env.truncate(predicate.slot);
-        self.env.push(Value::List(items.clone()));
-        self.env.push(Value::Int(0));
-    }
-
-    /// Runs a predicate on element `index` of its bound list.
-    pub fn apply(&mut self, predicate: Predicate<'_>, index: usize) -> RunResult<Value> {
-        self.env.truncate(predicate.slot + 2);
-        let index_slot = self.env.get_mut(predicate.slot + 1).ok_or_else(unbound)?;
-        *index_slot = Value::Int(index as i64);
-        self.eval(predicate.body)
-    }
-
-    /// Runs a predicate that must give a bool.
-    pub fn test(&mut self, predicate: Predicate<'_>, index: usize) -> RunResult<bool> {
-        match self.apply(predicate, index)? {
-            Value::Bool(b) => Ok(b),
-            other => Err(RunError::new(format!(
-                "predicate must give a bool, not {}",
-                other.type_name()
-            ))
-            .at(predicate.body.pos)),
-        }
-    }
-
-    /// Drops the predicate's slots once a builtin is done with it.
-    pub fn release(&mut self, predicate: Predicate<'_>) {
-        self.env.truncate(predicate.slot);
     }
 
     fn array(&mut self, items: &[Expr]) -> RunResult<Value> {
@@ -164,7 +167,7 @@ impl Evaluator {
                 if *optional && matches!(holder, Value::Nil) {
                     return Ok(Value::Nil);
                 }
-                let value = member(holder, field).map_err(|err| err.at(*pos))?;
+                let value = ops::member(holder, field).map_err(|err| err.at(*pos))?;
                 self.budget.step().map_err(|err| err.at(base.pos))?;
                 (value, rest)
             }
@@ -180,7 +183,7 @@ impl Evaluator {
                     if *optional && matches!(value, Value::Nil) {
                         return Ok(Value::Nil);
                     }
-                    member(&value, field).map_err(|err| err.at(*pos))?
+                    ops::member(&value, field).map_err(|err| err.at(*pos))?
                 }
                 PostfixOp::Index {
                     index,
@@ -350,19 +353,4 @@ fn logic_error(op: BinaryOp, operand: &Value) -> RunError {
         "invalid operation: {name} needs bool operands, not {}",
         operand.type_name()
     ))
-}
-
-/// `row.field`: a missing field is nil; fields of anything but a row are
-/// an error (expr-lang: "cannot fetch").
-pub(crate) fn member(holder: &Value, field: &FieldName) -> RunResult<Value> {
-    match holder {
-        Value::Map(_) | Value::Entry(_) => {
-            Ok(holder.field(&field.name, field.entry).unwrap_or(Value::Nil))
-        }
-        other => Err(RunError::new(format!(
-            "cannot fetch {} from {}",
-            field.name,
-            other.type_name()
-        ))),
-    }
 }

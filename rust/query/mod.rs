@@ -7,7 +7,8 @@
 //! panics: errors of both phases come back as `QueryError`.
 //!
 //! Modules: `lexer` → `parser` (→ `ast`) for compiling; `eval` with
-//! `ops` (operators), `builtins` and `relational` (`join`, `union`) for
+//! `ops` (operators), `builtins` (named in `functions`) and `relational`
+//! (`join`, `union`) for
 //! running, all metered by `budget`; `value` is the runtime value and
 //! `json` its output form.
 
@@ -16,6 +17,7 @@ mod budget;
 mod builtins;
 mod error;
 mod eval;
+mod functions;
 mod json;
 mod lexer;
 mod ops;

@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use super::ast::{BinaryOp, CompareOp, UnaryOp};
+use super::ast::{BinaryOp, CompareOp, FieldName, UnaryOp};
 use super::budget::Budget;
 use super::error::{RunError, RunResult};
 use super::value::{EntryField, Value};
@@ -370,5 +370,20 @@ pub(crate) fn contains_element(
         (Value::Map(map), Value::Str(key)) => Ok(map.contains_key(key)),
         (Value::Entry(_), Value::Str(key)) => Ok(EntryField::from_name(key).is_some()),
         _ => Err(invalid(needle, "in", haystack)),
+    }
+}
+
+/// `row.field`: a missing field is nil; fields of anything but a row are
+/// an error (expr-lang: "cannot fetch").
+pub(crate) fn member(holder: &Value, field: &FieldName) -> RunResult<Value> {
+    match holder {
+        Value::Map(_) | Value::Entry(_) => {
+            Ok(holder.field(&field.name, field.entry).unwrap_or(Value::Nil))
+        }
+        other => Err(RunError::new(format!(
+            "cannot fetch {} from {}",
+            field.name,
+            other.type_name()
+        ))),
     }
 }

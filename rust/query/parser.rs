@@ -22,8 +22,8 @@ use std::sync::Arc;
 use super::ast::{
     BinaryOp, CompareOp, Expr, ExprKind, FieldName, MapKey, Positive, PostfixOp, Relation, UnaryOp,
 };
-use super::builtins::{Builtin, PredicateArg};
 use super::error::{Pos, QueryError};
+use super::functions::{Builtin, PredicateArg};
 use super::lexer::{Tok, Token, tokenize};
 use super::value::Value;
 

@@ -158,46 +158,10 @@ impl Map {
     }
 }
 
-/// A field of a `memory` row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum EntryField {
-    CreatedAt,
-    Key,
-    Namespace,
-    References,
-    Type,
-    UpdatedAt,
-    Value,
-}
+/// A field of a `memory` row: the entry fields under their JSON names.
+pub(crate) use crate::entry::Field as EntryField;
 
 impl EntryField {
-    /// All fields, sorted by name (the JSON and `keys()` order).
-    pub const SORTED: [EntryField; 7] = [
-        EntryField::CreatedAt,
-        EntryField::Key,
-        EntryField::Namespace,
-        EntryField::References,
-        EntryField::Type,
-        EntryField::UpdatedAt,
-        EntryField::Value,
-    ];
-
-    pub fn from_name(name: &str) -> Option<EntryField> {
-        EntryField::SORTED.into_iter().find(|f| f.name() == name)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            EntryField::CreatedAt => "createdAt",
-            EntryField::Key => "key",
-            EntryField::Namespace => "namespace",
-            EntryField::References => "references",
-            EntryField::Type => "type",
-            EntryField::UpdatedAt => "updatedAt",
-            EntryField::Value => "value",
-        }
-    }
-
     pub fn get(self, entry: &Entry) -> Value {
         match self {
             EntryField::CreatedAt => Value::Int(entry.created_at),
@@ -213,17 +177,6 @@ impl EntryField {
             EntryField::Type => Value::Str(entry.kind.clone()),
             EntryField::UpdatedAt => Value::Int(entry.updated_at),
             EntryField::Value => Value::Str(entry.value.clone()),
-        }
-    }
-
-    /// The field as text without building a `Value`, for the text fields.
-    pub fn text(self, entry: &Entry) -> Option<&str> {
-        match self {
-            EntryField::Key => Some(&entry.key),
-            EntryField::Namespace => Some(&entry.namespace),
-            EntryField::Type => Some(&entry.kind),
-            EntryField::Value => Some(&entry.value),
-            _ => None,
         }
     }
 }

@@ -25,11 +25,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use membolt::entry::{Entry, Interner};
-use membolt::mirror::Mirror;
-use membolt::render_index::RenderIndex;
-use membolt::search::SearchIndex;
 use membolt::store::Store;
-use membolt::token_index::TokenIndex;
+use membolt::store::mirror::Mirror;
+use membolt::views::render_index::RenderIndex;
+use membolt::views::search::SearchIndex;
+use membolt::views::token_index::TokenIndex;
 use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition};
 
 const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
@@ -119,6 +119,12 @@ fn cold_start_phases() {
     }
 }
 
+fn render(store: &Store, focus: &str) -> usize {
+    store
+        .read(|m| membolt::views::render::render(m, focus, 500, 0).len())
+        .unwrap()
+}
+
 /// The `Store` API end to end, in a process that has done nothing yet.
 fn store_phases(path: &Path, focus: &str) {
     let store = Store::open(path, Duration::from_secs(5)).unwrap();
@@ -126,20 +132,18 @@ fn store_phases(path: &Path, focus: &str) {
     let mut block = 0;
     if render_first {
         block = timed("Store: open + first render (focused)", || {
-            store.render(focus, 500, Some(0)).unwrap().len()
+            render(&store, focus)
         });
     }
     let hits = timed("Store: first search", || {
-        store.search("zzqqxx").unwrap().len()
+        store
+            .read(|m| membolt::views::search::search(m, "zzqqxx").len())
+            .unwrap()
     });
     if !render_first {
-        block = timed("Store: first render (focused)", || {
-            store.render(focus, 500, Some(0)).unwrap().len()
-        });
+        block = timed("Store: first render (focused)", || render(&store, focus));
     }
-    timed("Store: second render", || {
-        store.render(focus, 500, Some(0)).unwrap().len()
-    });
+    timed("Store: second render", || render(&store, focus));
     println!("  ({hits} hits, {block} bytes)");
     store.close();
 }
@@ -208,7 +212,7 @@ fn build_phases(refs: &[&Arc<Entry>], phase: Option<&str>) {
     if phase.is_none() {
         let render = RenderIndex::from_entries(refs);
         best("fill tree", || {
-            membolt::fill_tree::FillTree::from_sorted(
+            membolt::views::fill_tree::FillTree::from_sorted(
                 (0..refs.len() as u32).map(|id| (id, render.cost(id))),
             )
         });
@@ -221,14 +225,16 @@ fn mirror_phases(entries: Vec<Arc<Entry>>) {
         Mirror::from_entries(entries, vec![1], 0)
     });
     timed("  search index", || {
-        let _ = mirror.search();
+        let _ = membolt::views::search_index(&mirror);
     });
     timed("  render index (graph first)", || {
-        let _ = mirror.render_index();
+        let _ = membolt::views::render_index(&mirror);
     });
-    timed("  fill tree", || mirror.render_index().fill().slot_count());
+    timed("  fill tree", || {
+        membolt::views::render_index(&mirror).fill().slot_count()
+    });
     timed("  token index", || {
-        let _ = mirror.render_index().tokens();
+        let _ = membolt::views::render_index(&mirror).tokens();
     });
 }
 
@@ -262,8 +268,8 @@ fn memory_phases(entries: Vec<Arc<Entry>>) {
     step("key map");
     let _ = mirror.newest();
     step("graph");
-    let _ = mirror.search();
+    let _ = membolt::views::search_index(&mirror);
     step("search index");
-    let _ = mirror.render_index();
+    let _ = membolt::views::render_index(&mirror);
     step("render index + fill + tokens");
 }

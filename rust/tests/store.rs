@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use membolt::error::StoreError;
-use membolt::store::{BatchOp, SaveRequest, Store};
+use membolt::store::{BatchOp, Cap, CapGroup, SaveRequest, Store};
+use membolt::views::search::{search, search_ranked};
 
 fn open(path: &Path) -> Store {
     Store::open(path, Duration::from_secs(5)).unwrap()
@@ -198,7 +199,11 @@ fn extraction_batch_chains_and_caps() {
             request("n2", "y", "note", None),
         ])
         .collect();
-    let saved = store.save_many(batch, true, Vec::new()).unwrap();
+    let caps = [Cap {
+        group: CapGroup::KeysUnder("tool:bash:".into()),
+        keep: 20,
+    }];
+    let saved = store.save_many(batch, &caps, Vec::new()).unwrap();
     assert_eq!(saved.len(), 27);
     assert_eq!(refs(&store, "n2"), ["n1"]);
     let tools = store
@@ -235,7 +240,7 @@ fn foreign_and_future_files_are_refused_untouched() {
         }),
     ] {
         let path = dir.path().join(format!("{kind}.redb"));
-        membolt::store::write_test_fixture(&path, kind).unwrap();
+        membolt::testing::write_fixture(&path, kind).unwrap();
         let before = std::fs::read(&path).unwrap();
         let store = open(&path);
         assert!(check(&store.get("k").unwrap_err()), "{kind} read");
@@ -261,12 +266,12 @@ fn search_and_ranking() {
     store
         .save(request("result:build", "y", "result", None))
         .unwrap();
-    let (total, ranked) = store.search_ranked("BUILD", 2).unwrap();
+    let (total, ranked) = store.read(|m| search_ranked(m, "BUILD", 2)).unwrap();
     assert_eq!(total, 3);
     let keys: Vec<&str> = ranked.iter().map(|e| &*e.key).collect();
     assert_eq!(keys, ["result:build", "prompt:build"]);
     let sorted: Vec<String> = store
-        .search("build")
+        .read(|m| search(m, "build"))
         .unwrap()
         .iter()
         .map(|e| e.key.to_string())
@@ -327,7 +332,7 @@ fn a_schema_1_store_is_read_as_it_is_and_marked_by_the_first_write() {
     // changes there, the file must say so, and they refuse it.
     let (_dir, path) = temp_store();
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    membolt::store::write_test_fixture(&path, "schema_1").unwrap();
+    membolt::testing::write_fixture(&path, "schema_1").unwrap();
     let store = open(&path);
     assert_eq!(&*store.get("old").unwrap().unwrap().value, "from schema 1");
     store.close();
@@ -335,7 +340,7 @@ fn a_schema_1_store_is_read_as_it_is_and_marked_by_the_first_write() {
     let store = open(&path);
     store.save(request("new", "x", "note", None)).unwrap();
     store.close();
-    assert_eq!(schema_in_file(&path), membolt::store::SCHEMA_VERSION);
-    assert_eq!(membolt::store::SCHEMA_VERSION, 2);
+    assert_eq!(schema_in_file(&path), membolt::store::redb::SCHEMA_VERSION);
+    assert_eq!(membolt::store::redb::SCHEMA_VERSION, 2);
     assert_eq!(keys_in_file(&path), ["new", "old"]);
 }

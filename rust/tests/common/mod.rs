@@ -16,13 +16,9 @@ pub fn entry(
     at: i64,
 ) -> Arc<Entry> {
     Arc::new(Entry {
-        key: key.into(),
-        value: value.into(),
-        kind: kind.into(),
         namespace: namespace.into(),
-        references: refs.iter().map(|r| Arc::from(*r)).collect(),
         created_at: at - 50,
-        updated_at: at,
+        ..(*membolt::testing::entry(key, kind, value, at, refs)).clone()
     })
 }
 

@@ -20,12 +20,13 @@ use redb::{
 };
 
 use crate::entry::Entry;
-use crate::error::{Result, StoreError};
-use crate::journal::Journal;
-use crate::lease;
+use crate::error::{AtStore, Result, StoreError};
 use crate::quiet_panic::catch;
-use crate::store::{self, MAX_KEY_BYTES};
-use crate::sync::SyncFile;
+use crate::store::MAX_KEY_BYTES;
+use crate::store::redb::change_ring::ChangeRing;
+use crate::store::redb::format::{ENTRIES, TABLE_NAMES, read_meta};
+use crate::store::redb::journal::Journal;
+use crate::store::redb::{lease, replay};
 
 /// At most this many problems are listed; the count is always exact.
 const LISTED_PROBLEMS: usize = 20;
@@ -72,7 +73,7 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
     }
     let started = Instant::now();
     let deadline = started + timeout;
-    let mut sync = SyncFile::new(path);
+    let mut sync = ChangeRing::new(path);
     let opened = catch(|| {
         lease::open_with_retry(path, deadline, started, &mut sync, || {
             ReadOnlyDatabase::open(path)
@@ -85,8 +86,8 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
             // Changes only the journal holds are read after a replay on the
             // copy, as the next open will see them.
             let pending = catch(|| {
-                let rtx = db.begin_read().map_err(|e| store::storage(path, e))?;
-                store::journal_has_changes(&rtx, &journal, path)
+                let rtx = db.begin_read().at(path)?;
+                replay::journal_has_changes(&rtx, &journal, path)
             })
             .unwrap_or_else(|_| Err(engine_failure(path)))?;
             if pending {
@@ -98,7 +99,7 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
             }
         }
         Err(DatabaseError::RepairAborted) => FileState::NeedsRecovery,
-        Err(other) => return Err(lease::map_database_error(path, other)),
+        Err(other) => return Err(other).at(path),
     };
     check_copy(path, (started, deadline), &mut sync, state, &mut report)?;
     // Read-only: a missing sidecar is not created by looking at it.
@@ -118,7 +119,7 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
 fn check_copy(
     path: &Path,
     (started, deadline): (Instant, Instant),
-    sync: &mut SyncFile,
+    sync: &mut ChangeRing,
     state: FileState,
     report: &mut Report,
 ) -> Result<()> {
@@ -131,7 +132,7 @@ fn check_copy(
             Err(TryLockError::Error(error)) => Err(StorageError::from(error).into()),
         }
     })?
-    .map_err(|error| lease::map_database_error(path, error))?;
+    .at(path)?;
     let copy = match TemporaryCopy::of(path) {
         Ok(copy) => copy,
         Err(error) if read_already => {
@@ -181,7 +182,7 @@ fn check_copy(
                 .as_ref()
                 .map_or_else(Vec::new, |journal| journal.pending(store_id, seq)))
         };
-        let replayed = catch(|| store::replay_journal(&db, path, pending, |_| {}))
+        let replayed = catch(|| replay::replay_journal(&db, path, pending, |_| {}))
             .unwrap_or_else(|_| Err(engine_failure(path)))?;
         if replayed.records > 0 {
             report.notes.push(format!(
@@ -248,21 +249,20 @@ impl Drop for TemporaryCopy {
 }
 
 fn read_everything(db: &impl ReadableDatabase, path: &Path, report: &mut Report) -> Result<()> {
-    let storage = |e: &dyn std::fmt::Display| StoreError::corrupt(path, e.to_string());
-    let rtx = db.begin_read().map_err(|e| storage(&e))?;
-    store::check_meta(&rtx, path)?;
-    for table in rtx.list_tables().map_err(|e| storage(&e))? {
-        if !store::TABLE_NAMES.contains(&table.name()) {
+    let rtx = db.begin_read().at(path)?;
+    read_meta(&rtx, path)?;
+    for table in rtx.list_tables().at(path)? {
+        if !TABLE_NAMES.contains(&table.name()) {
             report
                 .notes
                 .push(format!("an extra table {:?} (not membolt's)", table.name()));
         }
     }
-    let entries = rtx.open_table(store::ENTRIES).map_err(|e| storage(&e))?;
+    let entries = rtx.open_table(ENTRIES).at(path)?;
     let mut keys = BTreeSet::new();
     let mut referenced = BTreeSet::new();
-    for item in entries.iter().map_err(|e| storage(&e))? {
-        let (key, bytes) = item.map_err(|e| storage(&e))?;
+    for item in entries.iter().at(path)? {
+        let (key, bytes) = item.at(path)?;
         let key = key.value();
         match Entry::decode(key, bytes.value()) {
             Ok(entry) => check_entry(&entry, report, &mut referenced),

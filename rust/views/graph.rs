@@ -7,8 +7,12 @@
 
 use std::collections::VecDeque;
 
-use crate::render_index::RenderIndex;
-use crate::token_index::IdSet;
+use std::sync::Arc;
+
+use crate::entry::Entry;
+use crate::store::mirror::Mirror;
+use crate::views::render_index::RenderIndex;
+use crate::views::token_index::IdSet;
 
 /// §5.7: at most this many keys in an ancestry chain.
 pub const MAX_CHAIN: usize = 8;
@@ -167,8 +171,8 @@ pub fn parents_first(index: &RenderIndex, kept: &IdSet) -> Vec<u32> {
 /// The entries related to `start` through references in either direction
 /// (its ancestors and its descendants, transitively; cycle-safe), `start`
 /// included. Descendants come from the mirror's children index.
-pub fn lineage(mirror: &crate::mirror::Mirror, start: &str) -> IdSet {
-    let index = mirror.render_index();
+pub fn lineage(mirror: &Mirror, start: &str) -> IdSet {
+    let index = crate::views::render_index(mirror);
     let mut related = IdSet::default();
     let Some(first) = index.id(start) else {
         return related;
@@ -197,4 +201,17 @@ pub fn lineage(mirror: &crate::mirror::Mirror, start: &str) -> IdSet {
         }
     }
     related
+}
+/// Entries for `membolt graph`: every entry, or those related to `key`
+/// (ancestors and descendants), in the parents-first order of §5.3.
+pub fn graph(mirror: &Mirror, key: Option<&str>) -> Vec<Arc<Entry>> {
+    let index = crate::views::render_index(mirror);
+    let chosen = match key {
+        Some(key) => lineage(mirror, key),
+        None => mirror.iter().filter_map(|e| index.id(&e.key)).collect(),
+    };
+    parents_first(index, &chosen)
+        .into_iter()
+        .map(|id| index.entry(id).clone())
+        .collect()
 }

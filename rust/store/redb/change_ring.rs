@@ -1,6 +1,7 @@
-//! The `<store>.sync` sidecar: how processes sharing a store learn what the
-//! others changed, without reading the whole store and without a second redb
-//! table written by every commit.
+//! The change ring: the `<store>.sync` sidecar file, through which processes
+//! sharing a store learn which keys the others changed (without reading the
+//! whole store, and without a second redb table written by every commit),
+//! and ask the holder of the write lease to let go (the want flag).
 //!
 //! ```text
 //! offset  size
@@ -64,8 +65,8 @@ pub(crate) struct Position {
     head: u64,
 }
 
-/// The sidecar of one store file.
-pub(crate) struct SyncFile {
+/// The change ring of one store file.
+pub(crate) struct ChangeRing {
     path: PathBuf,
     file: Option<File>,
     /// Inode of `file`: a sidecar deleted or replaced behind our back must
@@ -73,11 +74,11 @@ pub(crate) struct SyncFile {
     inode: u64,
 }
 
-impl SyncFile {
+impl ChangeRing {
     pub(crate) fn new(store_path: &Path) -> Self {
         let mut name = store_path.as_os_str().to_owned();
         name.push(SUFFIX);
-        SyncFile {
+        ChangeRing {
             path: PathBuf::from(name),
             file: None,
             inode: 0,
@@ -152,7 +153,7 @@ impl SyncFile {
             return Some(position);
         }
         let position = Position {
-            ring_id: crate::lease::random_u64() | 1,
+            ring_id: crate::random::random_u64() | 1,
             seq: 0,
             head: 0,
         };
@@ -279,9 +280,9 @@ fn read_ring(file: &File, head: u64, bytes: &mut [u8]) -> Option<()> {
 mod tests {
     use super::*;
 
-    fn sidecar() -> (tempfile::TempDir, SyncFile) {
+    fn sidecar() -> (tempfile::TempDir, ChangeRing) {
         let dir = tempfile::tempdir().unwrap();
-        let sync = SyncFile::new(&dir.path().join("memory.redb"));
+        let sync = ChangeRing::new(&dir.path().join("memory.redb"));
         (dir, sync)
     }
 
@@ -334,7 +335,7 @@ mod tests {
         let start = sync.initialise().unwrap();
         let end = sync.append(start, ["a"]).unwrap();
         std::fs::remove_file(dir.path().join("memory.redb.sync")).unwrap();
-        let mut fresh = SyncFile::new(&dir.path().join("memory.redb"));
+        let mut fresh = ChangeRing::new(&dir.path().join("memory.redb"));
         let other = fresh.initialise().unwrap();
         assert!(fresh.changed_keys(end, other).is_none());
 

@@ -24,13 +24,12 @@ use memchr::memmem::Finder;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::entry::Entry;
+use crate::parallel::PARALLEL_MIN_ENTRIES;
+use crate::store::mirror::Mirror;
 use crate::text::lower;
 
 const SIGNATURE_WORDS: usize = 8;
 type Signature = [u64; SIGNATURE_WORDS];
-
-/// Stores at least this large are indexed on two threads.
-const PARALLEL_BUILD_MIN: usize = 16_384;
 
 /// How one text of an entry compares with a lowered query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,7 +177,7 @@ impl SearchIndex {
             }
             slot_of
         };
-        let (copies, slot_of) = if count < PARALLEL_BUILD_MIN {
+        let (copies, slot_of) = if count < PARALLEL_MIN_ENTRIES {
             let mut columns: Vec<&mut [u64]> =
                 signatures.iter_mut().map(Vec::as_mut_slice).collect();
             (fill(entries, &mut columns, &mut forms), slots(entries))
@@ -370,6 +369,27 @@ impl Matcher<'_> {
     }
 }
 
+/// Entries matching `query` (§4), sorted by key.
+pub fn search(mirror: &Mirror, query: &str) -> Vec<Arc<Entry>> {
+    let mut hits: Vec<_> = crate::views::search_index(mirror)
+        .find(query)
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect();
+    hits.sort_by(|a, b| a.key.cmp(&b.key));
+    hits
+}
+
+/// The `memory_search` view: the total number of hits and the first
+/// `limit` in tool order (key hits, newest, key).
+pub fn search_ranked(mirror: &Mirror, query: &str, limit: usize) -> (usize, Vec<Arc<Entry>>) {
+    let mut hits = crate::views::search_index(mirror).find(query);
+    let total = hits.len();
+    rank(&mut hits);
+    let top = hits.into_iter().take(limit).map(|(e, _)| e).collect();
+    (total, top)
+}
+
 /// The §4 tool ranking: key hits first, then newest, then key ascending.
 pub fn rank(hits: &mut [(Arc<Entry>, Hit)]) {
     hits.sort_by(|(a, a_hit), (b, b_hit)| {
@@ -403,15 +423,7 @@ mod tests {
     use super::*;
 
     fn entry(key: &str, value: &str, updated_at: i64) -> Arc<Entry> {
-        Arc::new(Entry {
-            key: key.into(),
-            value: value.into(),
-            kind: "note".into(),
-            namespace: "".into(),
-            references: vec![],
-            created_at: updated_at,
-            updated_at,
-        })
+        crate::testing::entry(key, "note", value, updated_at, &[])
     }
 
     fn keys(mut hits: Vec<(Arc<Entry>, Hit)>) -> Vec<String> {
@@ -557,7 +569,7 @@ mod tests {
             "ld é",
             "",
         ];
-        for size in [3, 40, PARALLEL_BUILD_MIN + 7] {
+        for size in [3, 40, PARALLEL_MIN_ENTRIES + 7] {
             let mut text = || {
                 let mut out = String::new();
                 for _ in 0..next(5) {

@@ -1,5 +1,5 @@
 //! The indexes behind the `<memory>` block (BEHAVIOUR §5), kept up to date
-//! by [`Mirror`](crate::mirror::Mirror) on every insert and remove, so that a
+//! by [`Mirror`](crate::store::mirror::Mirror) on every insert and remove, so that a
 //! render costs what it renders and matches rather than O(store).
 //!
 //! * Every entry gets a dense integer id (reused after removal) and a node
@@ -27,19 +27,16 @@ use std::sync::{Arc, OnceLock};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::entry::Entry;
-use crate::fill_tree::FillTree;
+use crate::parallel::PARALLEL_MIN_ENTRIES;
 use crate::text::{
     DONE_MARKERS, RESOLVED_MARKERS, entry_cost, focus_type_bonus, is_done, is_resolved, lower,
 };
-use crate::token_index::TokenIndex;
+use crate::views::fill_tree::FillTree;
+use crate::views::token_index::TokenIndex;
 
 /// How many slots from the end an out-of-order fill insert may shift before
 /// the fill tree is dropped and rebuilt on the next render instead.
 const MAX_FILL_SHIFT: usize = 64;
-
-/// Stores at least this large get their done/resolved flags computed on a
-/// second thread.
-const PARALLEL_BUILD_MIN: usize = 16_384;
 
 /// Whether an entry is a §5.2 resume candidate (with its type rank) or an
 /// unresolved error.
@@ -257,7 +254,7 @@ impl RenderIndex {
             }
             (ids, nodes)
         };
-        let parallel = count >= PARALLEL_BUILD_MIN;
+        let parallel = count >= PARALLEL_MIN_ENTRIES;
         std::thread::scope(|scope| {
             let tokens = (complete && parallel).then(|| scope.spawn(build_tokens));
             let flagged = parallel.then(|| scope.spawn(|| flags(entries)));
@@ -587,18 +584,7 @@ impl RenderIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn entry(key: &str, kind: &str, value: &str, at: i64, refs: &[&str]) -> Arc<Entry> {
-        Arc::new(Entry {
-            key: key.into(),
-            value: value.into(),
-            kind: kind.into(),
-            namespace: "".into(),
-            references: refs.iter().map(|r| Arc::from(*r)).collect(),
-            created_at: at,
-            updated_at: at,
-        })
-    }
+    use crate::testing::entry;
 
     /// The substring pre-check never hides a done or resolved value.
     #[test]
@@ -720,7 +706,7 @@ mod tests {
 #[cfg(test)]
 mod timing {
     use super::*;
-    use crate::mirror::Mirror;
+    use crate::store::mirror::Mirror;
     use std::time::Instant;
 
     /// `cargo test --release timing -- --ignored --nocapture`: where the cold

@@ -18,14 +18,14 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::graph::{ancestry_chain, parents_first};
-use crate::mirror::Mirror;
-use crate::render_index::RenderIndex;
+use crate::store::mirror::Mirror;
 use crate::text::{
     MIN_DUPLICATE_BYTES, WordHit, distinct_focus_words, escape_line, focus_score_distinct,
     focus_score_of_hits, focus_words, normalize_value, relative_age,
 };
-use crate::token_index::{IdSet, Side};
+use crate::views::graph::{ancestry_chain, parents_first};
+use crate::views::render_index::RenderIndex;
+use crate::views::token_index::{IdSet, Side};
 
 /// The legend line, verbatim from §5.3.
 pub const LEGEND: &str = "Legend: workflow chain, parents before children. \"key [type]: value\"; \"<- P\" = derived from P; \"(same as K)\" = repeats K's fact; \"<== RESUME\" = continue here.";
@@ -41,7 +41,7 @@ pub const MAX_FOCUS_MATCHES: usize = 5;
 /// Renders the `<memory>` block of `mirror` for `focus` within `max_tokens`,
 /// ages relative to `now_ms`. An empty store renders `""`.
 pub fn render(mirror: &Mirror, focus: &str, max_tokens: i64, now_ms: i64) -> String {
-    let index = mirror.render_index();
+    let index = crate::views::render_index(mirror);
     if index.is_empty() {
         return String::new();
     }
@@ -411,18 +411,7 @@ mod tests {
 
     use super::*;
     use crate::entry::Entry;
-
-    fn entry(key: &str, kind: &str, value: &str, at: i64, refs: &[&str]) -> Arc<Entry> {
-        Arc::new(Entry {
-            key: key.into(),
-            value: value.into(),
-            kind: kind.into(),
-            namespace: "".into(),
-            references: refs.iter().map(|r| Arc::from(*r)).collect(),
-            created_at: at,
-            updated_at: at,
-        })
-    }
+    use crate::testing::entry;
 
     fn golden_a() -> Vec<Arc<Entry>> {
         vec![
@@ -495,7 +484,7 @@ mod tests {
             entry("d:alpha", "decision", "x", 1, &[]),
         ];
         let mirror = Mirror::from_entries(entries, vec![1], 9);
-        let index = mirror.render_index();
+        let index = crate::views::render_index(&mirror);
         let keys: Vec<&str> = focus_matches(index, &["alpha".to_string()])
             .into_iter()
             .map(|id| &*index.entry(id).key)
@@ -538,7 +527,7 @@ mod tests {
                     let _ = render(&mirror, "alpha", 50, 0);
                 }
             }
-            let index = mirror.render_index();
+            let index = crate::views::render_index(&mirror);
             let words: Vec<String> = (0..=next(4))
                 .map(|_| {
                     let word = vocabulary[next(8) as usize];

@@ -37,6 +37,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::{Bound, Range};
 
 use crate::entry::Entry;
+use crate::parallel::PARALLEL_MIN_ENTRIES;
 use crate::text::{FOCUS_MIN_WORD_BYTES, could_match_focus_word, lower, word_tokens};
 
 /// Posting sets larger than this switch from a vector to a hash set, so that
@@ -46,9 +47,6 @@ const SMALL_POSTINGS: usize = 32;
 /// The delta and the stale ids may grow to this many entries, or to half the
 /// base, whichever is larger, before a rebuild is wanted.
 const MIN_CHURN_BEFORE_REBUILD: usize = 4096;
-
-/// Stores at least this large are tokenised on two threads.
-const PARALLEL_BUILD_MIN: usize = 16_384;
 
 /// A hasher for `u32` ids: one multiplication (ids are not attacker-chosen,
 /// and iteration order never reaches the output).
@@ -642,7 +640,7 @@ fn scan(entries: &[(u32, &Entry)], side: Side) -> Vec<Scan> {
         }
         scan
     };
-    if entries.len() < PARALLEL_BUILD_MIN {
+    if entries.len() < PARALLEL_MIN_ENTRIES {
         return vec![run(entries)];
     }
     let (first, second) = entries.split_at(entries.len() / 2);
@@ -921,15 +919,7 @@ mod tests {
     use std::sync::Arc;
 
     fn entry(key: &str, value: &str) -> Entry {
-        Entry {
-            key: key.into(),
-            value: value.into(),
-            kind: "note".into(),
-            namespace: "".into(),
-            references: Vec::new(),
-            created_at: 0,
-            updated_at: 0,
-        }
+        (*crate::testing::entry(key, "note", value, 0, &[])).clone()
     }
 
     fn hits(index: &TokenIndex, prefix: &str) -> Vec<(u32, Side)> {
@@ -1150,7 +1140,7 @@ mod tests {
         // Fewer rounds unoptimised: the large size dominates `cargo test`.
         let rounds = if cfg!(debug_assertions) { 9 } else { 40 };
         for round in 0..rounds {
-            let size = [5, 50, PARALLEL_BUILD_MIN + 100][round % 3];
+            let size = [5, 50, PARALLEL_MIN_ENTRIES + 100][round % 3];
             // id -> entry (None: a free id).
             let mut live: Vec<Option<Entry>> = (0..size)
                 .map(|_| (next(5) != 0).then(|| entry(&text(&mut next), &text(&mut next))))

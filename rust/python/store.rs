@@ -1,0 +1,385 @@
+//! `membolt._core.Store`: the store engine. `membolt.MemoryStore` subclasses
+//! it and adds the Python-side rules (type inference, parent types, the
+//! extraction caps) before calling the underscore methods. Every call runs
+//! without the GIL.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+
+use super::args::{
+    DEFAULT_TIMEOUT_SECONDS, busy_timeout, clamped_int, count_arg, optional_clamped_int,
+    optional_text_arg, text_arg,
+};
+use super::entry::PyEntry;
+use super::errors::{query_error, to_py_err};
+use super::query_values::{query_result, rows_arg};
+use super::requests::{PyCap, PySaveRequest};
+use crate::entry::Entry;
+use crate::error::StoreError;
+use crate::store::{BatchOp, BatchOutcome, SaveRequest, Store};
+use crate::views::query::{QueryInput, evaluate};
+use crate::views::render::DEFAULT_MAX_TOKENS;
+use crate::views::{graph, prompt, render, search};
+
+#[pyclass(subclass, frozen, name = "Store", module = "membolt._core")]
+pub struct PyStore {
+    inner: Store,
+}
+
+impl PyStore {
+    /// Runs a store call without the GIL, mapping its error.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        call: impl FnOnce(&Store) -> Result<T, StoreError> + Send,
+    ) -> PyResult<T> {
+        let store = &self.inner;
+        py.detach(|| call(store)).map_err(|e| to_py_err(py, e))
+    }
+}
+
+fn entries_to_list(py: Python<'_>, entries: Vec<Arc<Entry>>) -> PyResult<Bound<'_, PyList>> {
+    PyList::new(py, entries.into_iter().map(PyEntry::wrap))
+}
+
+fn keys_to_list<'py>(py: Python<'py>, keys: &[Arc<str>]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, keys.iter().map(|k| &**k))
+}
+
+/// The requests of a sequence of `SaveRequest`s.
+fn requests_arg(items: &Bound<'_, PyAny>) -> PyResult<Vec<SaveRequest>> {
+    items
+        .try_iter()?
+        .map(|item| Ok(item?.cast::<PySaveRequest>()?.get().inner.clone()))
+        .collect()
+}
+
+#[pymethods]
+impl PyStore {
+    #[new]
+    #[pyo3(signature = (path, *, timeout = DEFAULT_TIMEOUT_SECONDS))]
+    #[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
+    fn new(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Self> {
+        let inner = Store::open(&path, busy_timeout(timeout)?).map_err(|e| to_py_err(py, e))?;
+        Ok(PyStore { inner })
+    }
+
+    /// The absolute path of the store file.
+    #[getter]
+    fn path(&self) -> Option<PathBuf> {
+        self.inner.path().map(std::path::Path::to_path_buf)
+    }
+
+    /// Where the store is, as messages name it.
+    #[getter]
+    fn location(&self) -> String {
+        self.inner.location().to_string()
+    }
+
+    /// Seconds to wait for another process before `StoreBusyError`.
+    #[getter]
+    fn timeout(&self) -> f64 {
+        self.inner.busy_timeout().as_secs_f64()
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<PyEntry>> {
+        let key = text_arg(key, "key")?;
+        Ok(self.run(py, |s| s.get(&key))?.map(PyEntry::wrap))
+    }
+
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = text_arg(key, "key")?;
+        self.run(py, |s| s.delete(&key))
+    }
+
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let keys = self.run(py, Store::keys)?;
+        keys_to_list(py, &keys)
+    }
+
+    fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let entries = self.run(py, Store::entries)?;
+        entries_to_list(py, entries)
+    }
+
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let query = text_arg(query, "query")?;
+        let hits = self.run(py, |s| s.read(|m| search::search(m, &query)))?;
+        entries_to_list(py, hits)
+    }
+
+    /// `(total, first limit hits in memory_search order)`.
+    fn search_ranked<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        limit: &Bound<'_, PyAny>,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        let query = text_arg(query, "query")?;
+        let limit = count_arg(limit, "limit")?;
+        let (total, hits) =
+            self.run(py, |s| s.read(|m| search::search_ranked(m, &query, limit)))?;
+        Ok((total, entries_to_list(py, hits)?))
+    }
+
+    fn link(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        parent: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let (key, parent) = (text_arg(key, "key")?, text_arg(parent, "parent")?);
+        self.run(py, |s| s.link(&key, &parent))
+    }
+
+    fn unlink(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        parent: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let (key, parent) = (text_arg(key, "key")?, text_arg(parent, "parent")?);
+        self.run(py, |s| s.unlink(&key, &parent))
+    }
+
+    fn parents<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let key = text_arg(key, "key")?;
+        let keys = self.run(py, |s| s.parents(&key))?;
+        keys_to_list(py, &keys)
+    }
+
+    fn children<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let key = text_arg(key, "key")?;
+        let keys = self.run(py, |s| s.children(&key))?;
+        keys_to_list(py, &keys)
+    }
+
+    /// The `<memory>` block (§5); `now_ms` pins the clock.
+    #[pyo3(
+        signature = (focus = None, max_tokens = None, now_ms = None),
+        text_signature = "($self, focus='', max_tokens=500, now_ms=None)"
+    )]
+    fn render(
+        &self,
+        py: Python<'_>,
+        focus: Option<&Bound<'_, PyAny>>,
+        max_tokens: Option<&Bound<'_, PyAny>>,
+        now_ms: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let focus = optional_text_arg(focus, "focus")?.unwrap_or_default();
+        let max_tokens =
+            optional_clamped_int(max_tokens, "max_tokens")?.unwrap_or(DEFAULT_MAX_TOKENS);
+        let now = optional_clamped_int(now_ms, "now_ms")?.unwrap_or_else(crate::store::now_ms);
+        self.run(py, |s| {
+            s.read(|m| render::render(m, &focus, max_tokens, now))
+        })
+    }
+
+    /// Entries in parents-first order: all, or those related to `key`.
+    #[pyo3(signature = (key = None))]
+    fn graph<'py>(
+        &self,
+        py: Python<'py>,
+        key: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let key = optional_text_arg(key, "key")?;
+        let entries = self.run(py, |s| s.read(|m| graph::graph(m, key.as_deref())))?;
+        entries_to_list(py, entries)
+    }
+
+    /// The keys of the `n` newest entries, newest first.
+    fn newest_keys<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let n = count_arg(n, "n")?;
+        let keys = self.run(py, |s| s.read(|m| prompt::newest_keys(m, n)))?;
+        keys_to_list(py, &keys)
+    }
+
+    /// `(block, newest keys, entry count)` for the §5.9 section, from one
+    /// read of the store.
+    #[pyo3(signature = (focus, *, max_tokens, now_ms, key_limit))]
+    fn prompt_parts<'py>(
+        &self,
+        py: Python<'py>,
+        focus: &Bound<'_, PyAny>,
+        max_tokens: &Bound<'_, PyAny>,
+        now_ms: Option<&Bound<'_, PyAny>>,
+        key_limit: &Bound<'_, PyAny>,
+    ) -> PyResult<(String, Bound<'py, PyList>, usize)> {
+        let focus = text_arg(focus, "focus")?;
+        let max_tokens = clamped_int(max_tokens, "max_tokens")?;
+        let now = optional_clamped_int(now_ms, "now_ms")?.unwrap_or_else(crate::store::now_ms);
+        let key_limit = count_arg(key_limit, "key_limit")?;
+        let parts = self.run(py, |s| {
+            s.read(|m| prompt::prompt_parts(m, &focus, max_tokens, now, key_limit))
+        })?;
+        Ok((
+            parts.block,
+            keys_to_list(py, &parts.newest_keys)?,
+            parts.total,
+        ))
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.run(py, Store::len)
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(key) = key.cast::<PyString>() else {
+            return Ok(false);
+        };
+        let key = key.to_str()?.to_owned();
+        self.run(py, |s| s.contains(&key))
+    }
+
+    fn close(&self) {
+        self.inner.close();
+    }
+
+    /// Takes the write lock and keeps it until `_unhold` (see `hold()`).
+    fn _hold(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, Store::hold)
+    }
+
+    fn _unhold(&self, py: Python<'_>) {
+        let store = &self.inner;
+        py.detach(|| store.unhold());
+    }
+
+    /// One save (§1.3).
+    fn _save(&self, py: Python<'_>, request: &Bound<'_, PySaveRequest>) -> PyResult<PyEntry> {
+        let request = request.get().inner.clone();
+        self.run(py, |s| s.save(request)).map(PyEntry::wrap)
+    }
+
+    /// The §3.3 batch of `requests`, then the plain saves `then`, then
+    /// `caps`, all in one transaction; returns the batch's entries.
+    #[pyo3(signature = (requests, *, caps, then))]
+    fn _save_many<'py>(
+        &self,
+        py: Python<'py>,
+        requests: &Bound<'_, PyAny>,
+        caps: &Bound<'_, PyAny>,
+        then: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let requests = requests_arg(requests)?;
+        let then = requests_arg(then)?;
+        let caps = caps
+            .try_iter()?
+            .map(|cap| Ok(cap?.cast::<PyCap>()?.get().inner.clone()))
+            .collect::<PyResult<Vec<_>>>()?;
+        let saved = self.run(py, |s| s.save_many(requests, &caps, then))?;
+        entries_to_list(py, saved)
+    }
+
+    /// Applies `batch()` operations in one transaction. Each op is a tuple:
+    /// `("save", SaveRequest)`, `("delete", key)`, `("link", key, parent)`
+    /// or `("unlink", key, parent)`. Returns one outcome per op.
+    fn _apply_batch<'py>(
+        &self,
+        py: Python<'py>,
+        ops: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut batch = Vec::new();
+        for op in ops.try_iter()? {
+            let op = op?;
+            let op = op.cast::<PyTuple>()?;
+            let name: String = op.get_item(0)?.extract()?;
+            let text = |i: usize, what: &str| text_arg(&op.get_item(i)?, what);
+            batch.push(match name.as_str() {
+                "save" => {
+                    BatchOp::Save(op.get_item(1)?.cast::<PySaveRequest>()?.get().inner.clone())
+                }
+                "delete" => BatchOp::Delete(text(1, "key")?),
+                "link" => BatchOp::Link {
+                    key: text(1, "key")?,
+                    parent: text(2, "parent")?,
+                },
+                "unlink" => BatchOp::Unlink {
+                    key: text(1, "key")?,
+                    parent: text(2, "parent")?,
+                },
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "unknown batch operation {other:?}"
+                    )));
+                }
+            });
+        }
+        let outcomes = self.run(py, |s| s.apply_batch(batch))?;
+        let list = PyList::empty(py);
+        for outcome in outcomes {
+            match outcome {
+                BatchOutcome::Saved(entry) => list.append(PyEntry::wrap(entry))?,
+                BatchOutcome::Deleted(done) | BatchOutcome::Linked(done) => list.append(done)?,
+            }
+        }
+        Ok(list)
+    }
+
+    /// Runs a `memory_query` expression (§9) over this store and the given
+    /// `tool_calls` and `tasks` rows; returns the §9.3 result with at most
+    /// `limit` rows.
+    #[pyo3(signature = (source, *, tool_calls = None, tasks = None, limit = 50, memory_cap = None))]
+    fn query(
+        &self,
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        tool_calls: Option<&Bound<'_, PyAny>>,
+        tasks: Option<&Bound<'_, PyAny>>,
+        limit: usize,
+        memory_cap: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let source = text_arg(source, "query")?;
+        let rows = |rows: Option<&Bound<'_, PyAny>>| rows.map_or_else(|| Ok(Vec::new()), rows_arg);
+        let input = QueryInput {
+            tool_calls: rows(tool_calls)?,
+            tasks: rows(tasks)?,
+            memory_cap: match memory_cap {
+                Some(cap) if !cap.is_none() => Some(count_arg(cap, "memory_cap")?),
+                _ => None,
+            },
+        };
+        let store = &self.inner;
+        match py.detach(|| evaluate(store, &source, input)) {
+            Ok(Ok(value)) => query_result(py, &value, limit),
+            Ok(Err(error)) => Err(query_error(py, &error)),
+            Err(error) => Err(to_py_err(py, error)),
+        }
+    }
+
+    /// Writes entries exactly as given (import: stamps and references
+    /// kept); entries already identical are skipped. Returns how many
+    /// changed the store.
+    fn import_entries(&self, py: Python<'_>, entries: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let entries = entries
+            .try_iter()?
+            .map(|item| Ok((*item?.cast::<PyEntry>()?.get().inner).clone()))
+            .collect::<PyResult<Vec<Entry>>>()?;
+        self.run(py, |s| s.put_exact(entries))
+    }
+}

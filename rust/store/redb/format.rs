@@ -1,0 +1,154 @@
+//! The layout of a membolt redb file: its tables, the meta fields, the
+//! schema version, and how a new file is initialised.
+//!
+//! * `meta` (`&str -> &[u8]`): `format` = `membolt`, `schema` (u64 LE),
+//!   `store_id` (16 random bytes, new for every new file), `clock` (i64 LE,
+//!   written by transactions that delete: the newest stamp may then be gone,
+//!   and the clock must never go back), `journal_seq` (u64 LE, the number
+//!   of the newest change the file holds; see `journal.rs`).
+//! * `entries` (`&str -> &[u8]`): key -> [`Entry::encode`].
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
+
+use crate::entry::{DecodeError, Entry};
+use crate::error::{AtStore, Result, StoreError};
+use crate::random::random_u64;
+
+pub(crate) const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// Meta key: the number of the newest change the file holds (see journal.rs).
+pub(crate) const JOURNAL_SEQ: &str = "journal_seq";
+/// Meta key: the persisted clock.
+pub(crate) const CLOCK: &str = "clock";
+/// Every table a membolt store has.
+pub(crate) const TABLE_NAMES: [&str; 2] = ["entries", "meta"];
+
+/// The schema this version writes and the newest it reads. 2: changes may
+/// live in the `.journal` until replayed (a version that does not know the
+/// journal must not read or write such a file). Schema 1 files are read as
+/// they are and marked 2 by the first write lease.
+pub const SCHEMA_VERSION: u64 = 2;
+const FORMAT_MARKER: &[u8] = b"membolt";
+
+/// Writes the meta table of a brand-new store.
+pub(crate) fn initialise(db: &Database, path: &Path) -> Result<()> {
+    let wtx = db.begin_write().at(path)?;
+    {
+        let mut meta = wtx.open_table(META).at(path)?;
+        let mut store_id = Vec::with_capacity(16);
+        store_id.extend_from_slice(&random_u64().to_le_bytes());
+        store_id.extend_from_slice(&random_u64().to_le_bytes());
+        for (name, value) in [
+            ("format", FORMAT_MARKER.to_vec()),
+            ("schema", SCHEMA_VERSION.to_le_bytes().to_vec()),
+            ("store_id", store_id),
+        ] {
+            meta.insert(name, value.as_slice()).at(path)?;
+        }
+        wtx.open_table(ENTRIES).at(path)?;
+    }
+    wtx.commit().at(path)
+}
+
+/// The meta fields of a store.
+pub(crate) struct Meta {
+    pub store_id: Vec<u8>,
+    /// The persisted clock (`i64::MIN` until a transaction deleted something).
+    pub clock: i64,
+    /// The newest change redb holds (see journal.rs).
+    pub journal_seq: u64,
+    pub schema: u64,
+}
+
+fn read_u64(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    name: &str,
+    path: &Path,
+) -> Result<Option<u64>> {
+    let Some(value) = meta.get(name).at(path)? else {
+        return Ok(None);
+    };
+    let bytes: [u8; 8] = value
+        .value()
+        .try_into()
+        .map_err(|_| StoreError::corrupt(path, format!("meta field {name} is malformed")))?;
+    Ok(Some(u64::from_le_bytes(bytes)))
+}
+
+/// Reads and checks the meta table: a membolt store of a schema we read.
+pub(crate) fn read_meta(rtx: &redb::ReadTransaction, path: &Path) -> Result<Meta> {
+    let meta = match rtx.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => {
+            let names: Vec<String> = rtx
+                .list_tables()
+                .at(path)?
+                .map(|t| t.name().to_string())
+                .collect();
+            return Err(StoreError::corrupt(
+                path,
+                format!("a redb database without membolt's tables (it has {names:?})"),
+            ));
+        }
+        Err(e) => return Err(e).at(path),
+    };
+    let format = meta.get("format").at(path)?;
+    if format.as_ref().map(redb::AccessGuard::value) != Some(FORMAT_MARKER) {
+        return Err(StoreError::corrupt(
+            path,
+            "a redb database of another application",
+        ));
+    }
+    let schema = read_u64(&meta, "schema", path)?
+        .ok_or_else(|| StoreError::corrupt(path, "no schema version"))?;
+    if schema > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            store: path.into(),
+            found: schema,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let store_id = meta
+        .get("store_id")
+        .at(path)?
+        .map(|v| v.value().to_vec())
+        .ok_or_else(|| StoreError::corrupt(path, "no store id"))?;
+    let clock = read_u64(&meta, CLOCK, path)?.map_or(i64::MIN, |c| c as i64);
+    let journal_seq = read_u64(&meta, JOURNAL_SEQ, path)?.unwrap_or(0);
+    Ok(Meta {
+        store_id,
+        clock,
+        journal_seq,
+        schema,
+    })
+}
+
+/// Before this version's first change to a file of an older schema: marks
+/// it with [`SCHEMA_VERSION`], durably, so that older versions refuse it
+/// from now on (they would ignore its journal).
+pub(crate) fn mark_current_schema(db: &Database, path: &Path) -> Result<()> {
+    let schema = {
+        let rtx = db.begin_read().at(path)?;
+        read_meta(&rtx, path)?.schema
+    };
+    if schema >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    let wtx = db.begin_write().at(path)?;
+    wtx.open_table(META)
+        .at(path)?
+        .insert("schema", SCHEMA_VERSION.to_le_bytes().as_slice())
+        .at(path)?;
+    wtx.commit().at(path)
+}
+
+/// Decodes the record stored under `key`.
+pub(crate) fn decode_entry(key: &str, bytes: &[u8], path: &Path) -> Result<Entry> {
+    Entry::decode(key, bytes).map_err(|e| damaged_entry(key, &e, path))
+}
+
+pub(crate) fn damaged_entry(key: &str, error: &DecodeError, path: &Path) -> StoreError {
+    StoreError::corrupt(path, format!("entry {key:?} is damaged: {error}"))
+}

@@ -1,0 +1,598 @@
+//! The redb medium: one redb file per store, shared between processes by
+//! short leases, with a journal for cheap durable writes.
+//!
+//! ```text
+//! mod.rs (this file)   the lease state machine: refresh, take, write, release
+//! format.rs            tables, meta fields, schema, initialisation
+//! load.rs              the bulk loader (a whole file into a mirror)
+//! journal.rs           the `.journal` file: one synchronous record per change
+//! replay.rs            applying journal records redb lacks
+//! lease.rs             opening the file with retries, lease timings
+//! change_ring.rs       the `.sync` sidecar: which keys other processes changed
+//! path.rs              making a store path safe to use
+//! doctor.rs            `membolt doctor`: a read-only check of a file
+//! ```
+//!
+//! # Reading
+//! Reads are served from the mirror. It is known fresh while this process
+//! holds the write lease, or while the change ring's position is the one it
+//! last saw (see `change_ring.rs`); otherwise the file is opened read-only
+//! (cheap, and it excludes writers while open) and the keys the ring says
+//! changed since are re-read: O(changes), not O(store). A process's first
+//! call loads the whole file (`load.rs`) into the mirror's key map only.
+//!
+//! # Writing
+//! A write takes the write lease (replaying the journal if a previous
+//! holder left changes only there) and catches up. Each change set is then
+//! applied to the lease's open redb write transaction, announced in the
+//! change ring, and made durable by one journal record. The transaction is
+//! committed when the lease ends, or durably when the journal is full (or
+//! unavailable: then every change is a durable commit of its own).
+
+pub(crate) mod change_ring;
+pub mod doctor;
+#[cfg(any(test, feature = "testing"))]
+pub mod fixtures;
+pub(crate) mod format;
+pub(crate) mod journal;
+pub(crate) mod lease;
+pub(crate) mod load;
+pub(crate) mod path;
+pub(crate) mod replay;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use redb::{Database, Durability, ReadOnlyDatabase, ReadableDatabase};
+
+use crate::error::{AtStore, Location, Result, StoreError};
+use crate::quiet_panic::catch;
+use crate::store::medium::{Call, Medium};
+use crate::store::mirror::Mirror;
+use crate::store::rules::ChangeSet;
+
+use change_ring::{ChangeRing, Position};
+use format::{
+    CLOCK, ENTRIES, JOURNAL_SEQ, META, decode_entry, initialise, mark_current_schema, read_meta,
+};
+use journal::Journal;
+use load::load_all;
+use path::{prepare_file, store_file_has_data};
+
+pub use format::SCHEMA_VERSION;
+
+/// The files beside a store file that belong to it (their names are the
+/// store's with these appended): the change ring and the journal.
+pub const COMPANION_SUFFIXES: [&str; 2] = [change_ring::SUFFIX, journal::SUFFIX];
+
+/// One store file and what this process knows about it.
+pub struct RedbMedium {
+    path: PathBuf,
+    location: Location,
+    lease: Option<Lease>,
+    ring: ChangeRing,
+    /// The change ring's position at which the mirror was known to be fresh.
+    seen: Option<Position>,
+    /// Set once this process has checked the file is a membolt store of a
+    /// schema it reads (or created it).
+    verified: bool,
+    /// When this process last gave the lock to a waiter.
+    yielded_at: Option<Instant>,
+    journal: Journal,
+    /// Whether this lease's changes are made durable by the journal (see
+    /// journal.rs) rather than by a redb commit each.
+    journal_on: bool,
+    /// The number of the newest change, known while the lease is held.
+    journal_seq: u64,
+}
+
+struct Lease {
+    db: Database,
+    /// The write transaction the lease's journaled changes go to; committed
+    /// when the lease ends (see journal.rs).
+    wtx: Option<redb::WriteTransaction>,
+    /// Whether `wtx` holds changes.
+    uncommitted: bool,
+    taken: Instant,
+    last_used: Instant,
+}
+
+impl RedbMedium {
+    /// The medium of the store file at `path` (absolute, checked by
+    /// `path::absolute_store_path`). Nothing is opened yet.
+    pub(crate) fn new(path: PathBuf) -> RedbMedium {
+        RedbMedium {
+            location: Location::from(path.as_path()),
+            lease: None,
+            ring: ChangeRing::new(&path),
+            seen: None,
+            verified: false,
+            yielded_at: None,
+            journal: Journal::new(&path),
+            journal_on: false,
+            journal_seq: 0,
+            path,
+        }
+    }
+
+    fn read_file(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
+        // Another process may be initialising the file right now: only a
+        // handle (which waits for its lock) may look at the contents.
+        let mut db = open_read_only(&self.path, call, &mut self.ring)?;
+        if let ReadHandle::ReadOnly(_) = &db
+            && self.journal_pending(&db)?
+        {
+            // A lease that ended without committing: its changes live only
+            // in the journal until a write handle replays them.
+            drop(db);
+            db = ReadHandle::Repaired(lease::open_database(
+                &self.path,
+                call.deadline,
+                call.started,
+                &mut self.ring,
+            )?);
+        }
+        if let ReadHandle::Repaired(db) = &db {
+            // A crashed writer: its last changes may live only in the journal.
+            self.replay_journal(db)?;
+        }
+        if !self.verified {
+            *mirror = None; // load the whole file, checking every record
+        }
+        self.catch_up(mirror, &db)?;
+        self.verified = true;
+        Ok(())
+    }
+
+    /// Takes the write lease (if not held) and brings the mirror up to date.
+    fn acquire(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
+        if self.lease.is_some() && mirror.is_some() {
+            return Ok(());
+        }
+        let had_data = store_file_has_data(&self.path)?;
+        if had_data && !self.verified {
+            // Validate (and load) through a read-only handle first, so that a
+            // foreign or damaged file is reported without ever being opened
+            // for writing (which would modify it when closed).
+            self.refresh(mirror, call)?;
+        }
+        if let Some(yielded) = self.yielded_at.take() {
+            let pause = lease::YIELD_PAUSE.saturating_sub(yielded.elapsed());
+            std::thread::sleep(pause.min(call.deadline.saturating_duration_since(Instant::now())));
+        }
+        prepare_file(&self.path)?;
+        let db = lease::open_database(&self.path, call.deadline, call.started, &mut self.ring)?;
+        let now = Instant::now();
+        let mut lease = Lease {
+            db,
+            wtx: None,
+            uncommitted: false,
+            taken: now,
+            last_used: now,
+        };
+        if let Err(error) = self.adopt(mirror, &mut lease) {
+            drop(lease);
+            return Err(error);
+        }
+        self.lease = Some(lease);
+        Ok(())
+    }
+
+    /// With the lock just taken: initialise a new file, or catch up.
+    fn adopt(&mut self, mirror: &mut Option<Mirror>, lease: &mut Lease) -> Result<()> {
+        let path = &self.path;
+        let is_new = {
+            let rtx = lease.db.begin_read().at(path)?;
+            rtx.list_tables().at(path)?.next().is_none()
+        };
+        if is_new {
+            initialise(&lease.db, path)?;
+            self.verified = true;
+            *mirror = None;
+        }
+        // With the write lock held, nobody else can be writing the ring.
+        self.ring.initialise();
+        // Replay before `begin_lease`, which recreates a journal of the
+        // wrong size (another version's, or a damaged one) from scratch.
+        self.journal_seq = self.replay_journal(&lease.db)?;
+        mark_current_schema(&lease.db, &self.path)?;
+        self.journal_on = self.journal.begin_lease();
+        self.catch_up(mirror, &lease.db)
+    }
+
+    /// Whether the journal holds changes the file does not (see journal.rs).
+    fn journal_pending(&self, db: &impl BeginRead) -> Result<bool> {
+        let rtx = db.read_txn().at(&self.path)?;
+        replay::journal_has_changes(&rtx, &self.journal, &self.path)
+    }
+
+    /// With a write handle just opened: re-applies the journaled changes
+    /// redb lacks (a crash, or a lease that ended without committing),
+    /// announcing their keys to every mirror. Returns redb's `journal_seq`
+    /// afterwards.
+    fn replay_journal(&mut self, db: &Database) -> Result<u64> {
+        let (journal, ring) = (&self.journal, &mut self.ring);
+        let pending = |store_id: &[u8], seq| {
+            journal
+                .pending(store_id, seq)
+                .map_err(|e| StoreError::io(journal.path(), e))
+        };
+        let replayed = replay::replay_journal(db, &self.path, pending, |keys| {
+            if let Some(now) = ring.position() {
+                ring.append(now, keys.iter().copied());
+            }
+        })?;
+        Ok(replayed.seq)
+    }
+
+    /// Brings the mirror up to the file's state, with a redb handle held (so
+    /// no writer runs): re-reads the keys the ring says changed since the
+    /// mirror's position, or rebuilds the mirror when it cannot tell (no
+    /// mirror yet, another file, a new or overrun ring).
+    fn catch_up(&mut self, mirror: &mut Option<Mirror>, db: &impl BeginRead) -> Result<()> {
+        let path = &self.path;
+        let rtx = db.read_txn().at(path)?;
+        // First whether this is a store at all: a foreign file gets no ring.
+        let meta = read_meta(&rtx, path)?;
+        // A ring that is missing or unreadable is (re)initialised here: the
+        // handle held excludes writers, so an empty ring is a true account
+        // of the changes to come. Without this, a reader of a store whose
+        // ring was lost would reload the whole store on every call until a
+        // writer came along.
+        let now = self.ring.position().or_else(|| self.ring.initialise());
+        let entries = rtx.open_table(ENTRIES).at(path)?;
+        let changed = match (mirror.as_ref(), self.seen, now) {
+            (Some(mirror), Some(seen), Some(now)) if mirror.store_id == meta.store_id => {
+                self.ring.changed_keys(seen, now)
+            }
+            _ => None,
+        };
+        if let (Some(keys), Some(mirror)) = (changed, mirror.as_mut()) {
+            for key in keys {
+                match entries.get(key.as_str()).at(path)? {
+                    Some(bytes) => {
+                        mirror.insert(std::sync::Arc::new(decode_entry(
+                            &key,
+                            bytes.value(),
+                            path,
+                        )?));
+                    }
+                    None => {
+                        mirror.remove(&key);
+                    }
+                }
+            }
+            mirror.clock = mirror.clock.max(meta.clock);
+        } else {
+            let all = load_all(&entries, path)?;
+            *mirror = Some(Mirror::from_entries(all, meta.store_id, meta.clock));
+        }
+        self.seen = now;
+        Ok(())
+    }
+
+    /// The work of [`Medium::write`]: returns the ring's position after the
+    /// change set was announced.
+    fn record(
+        &mut self,
+        changes: &ChangeSet,
+        mirror: &Mirror,
+        seq: u64,
+    ) -> std::result::Result<Option<Position>, WriteFailure> {
+        let RedbMedium {
+            path,
+            lease,
+            ring,
+            seen,
+            journal,
+            journal_on,
+            ..
+        } = self;
+        let lease = lease.as_mut().expect("a write runs with the lease");
+        let wtx = match lease.wtx.take() {
+            Some(wtx) => wtx,
+            None => lease
+                .db
+                .begin_write()
+                .at(&*path)
+                .map_err(WriteFailure::Untouched)?,
+        };
+        let encoded: Vec<journal::Change> = changes
+            .changes
+            .iter()
+            .map(|(key, entry)| (key.clone(), entry.as_ref().map(|e| e.encode())))
+            .collect();
+        // A failure from here on drops `wtx`: aborted, with the lease's
+        // earlier changes.
+        apply_changes(&wtx, &encoded, changes, path).map_err(WriteFailure::TransactionLost)?;
+        // Announce the change before it becomes visible, under the lock
+        // (see change_ring.rs); without a usable ring, the next read
+        // refreshes fully.
+        let mut keys: Vec<&str> = encoded.iter().map(|(key, _)| &**key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let position = seen.and_then(|from| ring.append(from, keys));
+        let record = journal_on
+            .then(|| journal.prepare(seq, &mirror.store_id, changes.clock, &encoded))
+            .flatten();
+        if let Some(record) = record {
+            journal
+                .write_record(&record)
+                .map_err(|e| WriteFailure::TransactionLost(StoreError::io(journal.path(), e)))?;
+            lease.wtx = Some(wtx);
+            lease.uncommitted = true;
+        } else {
+            // No journal, or a record too big for what is left of it: a
+            // durable redb commit (of the lease's earlier changes too).
+            commit_durably(wtx, seq, path).map_err(WriteFailure::TransactionLost)?;
+            lease.uncommitted = false;
+            journal.restart();
+        }
+        Ok(position)
+    }
+
+    /// A change set reached the lease's transaction but could not be made
+    /// durable: the transaction is gone, and with it the lease's earlier
+    /// changes. They are in the journal, so replay them now; should that
+    /// fail, the lease ends here and the next handle replays them.
+    fn abandon_transaction(&mut self) {
+        let Some(mut lease) = self.lease.take() else {
+            return;
+        };
+        lease.wtx = None;
+        lease.uncommitted = false;
+        if let Ok(seq) = self.replay_journal(&lease.db) {
+            self.journal_seq = seq;
+            self.journal.restart();
+            self.lease = Some(lease);
+        } else {
+            let _ = lease.db.close();
+        }
+    }
+}
+
+impl Medium for RedbMedium {
+    fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// Makes the mirror match the file, opening it read-only if the ring's
+    /// position moved (or was never seen).
+    fn refresh(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
+        if self.lease.is_some() && mirror.is_some() {
+            return Ok(()); // nobody else can commit while we hold the lock
+        }
+        if mirror.is_some() && self.seen.is_some() && self.ring.position() == self.seen {
+            return Ok(());
+        }
+        if !store_file_has_data(&self.path)? {
+            // Nothing on disk (yet, or any more): an empty store. Reading it
+            // creates no file.
+            *mirror = Some(Mirror::default());
+            self.seen = None;
+            return Ok(());
+        }
+        match self.read_file(mirror, call) {
+            Err(error @ (StoreError::Corrupt { .. } | StoreError::NewerSchema { .. }))
+                if !self.verified =>
+            {
+                // Not a store this version can use: leave no ring of ours
+                // next to it.
+                self.ring.remove_if_unused();
+                Err(error)
+            }
+            outcome => outcome,
+        }
+    }
+
+    fn begin_write(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
+        self.acquire(mirror, call)?;
+        if let Some(lease) = &mut self.lease {
+            lease.last_used = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Applies `changes` to the lease's open transaction and makes them
+    /// durable with one journal record, or, without a journal (or when the
+    /// record does not fit), a durable redb commit of their own.
+    fn write(&mut self, changes: &ChangeSet, mirror: &Mirror) -> Result<()> {
+        let seq = self.journal_seq + 1;
+        match self.record(changes, mirror, seq) {
+            Ok(position) => {
+                self.seen = position;
+                self.journal_seq = seq;
+                self.end_write();
+                Ok(())
+            }
+            Err(WriteFailure::Untouched(error)) => Err(error),
+            Err(WriteFailure::TransactionLost(error)) => {
+                self.abandon_transaction();
+                Err(error)
+            }
+        }
+    }
+
+    fn end_write(&mut self) {
+        if let Some(lease) = &mut self.lease {
+            lease.last_used = Instant::now();
+        }
+    }
+
+    fn hold(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
+        self.acquire(mirror, call)
+    }
+
+    fn holds_lock(&self) -> bool {
+        self.lease.is_some()
+    }
+
+    /// Keeps the lease for the rest of the burst unless another process
+    /// waits for it and this one has had its turn (the quantum: a hand-over
+    /// costs a close and an open, so handing over after every call would
+    /// spend most of the time on hand-overs).
+    fn after_call(&mut self) {
+        let Some(lease) = &mut self.lease else { return };
+        lease.last_used = Instant::now();
+        if lease.taken.elapsed() >= lease::CONTENDED_QUANTUM && self.ring.wanted() {
+            self.ring.clear_want();
+            self.release();
+            self.yielded_at = Some(Instant::now());
+        }
+    }
+
+    fn release_if_idle(&mut self, now: Instant) -> bool {
+        let Some(lease) = &self.lease else {
+            return false;
+        };
+        if now.duration_since(lease.last_used) >= lease::DEFAULT_LEASE_IDLE {
+            self.release();
+        }
+        self.lease.is_some()
+    }
+
+    fn release(&mut self) {
+        if let Some(mut lease) = self.lease.take() {
+            if let Some(wtx) = lease.wtx.take()
+                && lease.uncommitted
+            {
+                // Non-durable: the close makes it durable. Should either
+                // fail, the next holder replays the journal instead.
+                let seq = self.journal_seq;
+                let _ = catch(|| finish_lease(wtx, seq));
+            }
+            // A failed close leaves the file for the next open to repair;
+            // every change is already durable (in redb or in the journal).
+            let _ = lease.db.close();
+        }
+    }
+
+    fn forget_inherited(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            std::mem::forget(lease);
+        }
+        self.seen = None;
+    }
+
+    fn distrust(&mut self) {
+        self.seen = None;
+        self.verified = false;
+        self.release();
+    }
+}
+
+impl Drop for RedbMedium {
+    /// The last handle on a store went away: end its lease as `release`
+    /// does, committing its transaction (dropping the `Lease` as is would
+    /// close the database first and then abort the transaction, leaving its
+    /// changes to a journal replay).
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Why a change set was not made durable.
+enum WriteFailure {
+    /// Nothing reached the lease's transaction; the lease stays usable.
+    Untouched(StoreError),
+    /// The transaction (holding the lease's earlier, journaled changes) is
+    /// lost.
+    TransactionLost(StoreError),
+}
+
+/// Writes the encoded `changes` into `wtx`, and the clock when an entry was
+/// deleted (the newest stamp may be gone with it).
+fn apply_changes(
+    wtx: &redb::WriteTransaction,
+    encoded: &[journal::Change],
+    changes: &ChangeSet,
+    path: &Path,
+) -> Result<()> {
+    let mut entries = wtx.open_table(ENTRIES).at(path)?;
+    for (key, bytes) in encoded {
+        match bytes {
+            Some(bytes) => entries.insert(&**key, bytes.as_slice()).map(drop),
+            None => entries.remove(&**key).map(drop),
+        }
+        .at(path)?;
+    }
+    if changes.deleted {
+        wtx.open_table(META)
+            .at(path)?
+            .insert(CLOCK, changes.clock.to_le_bytes().as_slice())
+            .at(path)?;
+    }
+    Ok(())
+}
+
+/// Commits `wtx` durably, recording `seq` as the newest change redb holds.
+fn commit_durably(mut wtx: redb::WriteTransaction, seq: u64, path: &Path) -> Result<()> {
+    wtx.open_table(META)
+        .at(path)?
+        .insert(JOURNAL_SEQ, seq.to_le_bytes().as_slice())
+        .at(path)?;
+    wtx.set_durability(Durability::Immediate).at(path)?;
+    wtx.commit().at(path)
+}
+
+/// Commits a lease's journaled changes at its end, recording `seq` so that
+/// the next holder does not replay them (the close that follows makes the
+/// commit durable).
+fn finish_lease(mut wtx: redb::WriteTransaction, seq: u64) -> std::result::Result<(), redb::Error> {
+    wtx.open_table(META)?
+        .insert(JOURNAL_SEQ, seq.to_le_bytes().as_slice())?;
+    wtx.set_durability(Durability::None)?;
+    wtx.commit()?;
+    Ok(())
+}
+
+/// redb's page cache for a read-only handle. A handle serves one refresh and
+/// is closed, so its cache never serves a second call; a full load reads
+/// each page once. A small cache lets the pages of a load recycle a few
+/// buffers instead of filling a fresh (default 1 GiB budget) cache with a
+/// copy of the whole file, which a fresh process paid for in page faults.
+const READ_CACHE_BYTES: usize = 256 << 10;
+
+/// Opens read-only, waiting (like a writer) while a writer holds the file.
+/// A file that needs crash repair cannot be opened read-only; then a write
+/// open (which repairs) serves the refresh instead.
+fn open_read_only(path: &Path, call: &Call, ring: &mut ChangeRing) -> Result<ReadHandle> {
+    let opened = lease::open_with_retry(path, call.deadline, call.started, ring, || {
+        redb::Builder::new()
+            .set_cache_size(READ_CACHE_BYTES)
+            .open_read_only(path)
+    })?;
+    match opened {
+        Ok(db) => Ok(ReadHandle::ReadOnly(db)),
+        Err(redb::DatabaseError::RepairAborted) => {
+            let db = lease::open_database(path, call.deadline, call.started, ring)?;
+            Ok(ReadHandle::Repaired(db))
+        }
+        Err(other) => Err(other).at(path),
+    }
+}
+
+/// A database opened for one refresh.
+enum ReadHandle {
+    ReadOnly(ReadOnlyDatabase),
+    Repaired(Database),
+}
+
+trait BeginRead {
+    fn read_txn(&self) -> Result<redb::ReadTransaction, redb::TransactionError>;
+}
+
+impl BeginRead for ReadHandle {
+    fn read_txn(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            ReadHandle::ReadOnly(db) => db.begin_read(),
+            ReadHandle::Repaired(db) => db.begin_read(),
+        }
+    }
+}
+
+impl BeginRead for Database {
+    fn read_txn(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        self.begin_read()
+    }
+}

@@ -1,0 +1,110 @@
+//! What the store's entries look like to their readers: substring search
+//! (§4), the `<memory>` block (§5), the causal graph, the parts of the
+//! system-prompt section (§5.9) and queries (§9).
+//!
+//! A view reads the mirror (through `Store::read`) and never writes. The
+//! indexes views derive from the entries (the search index, the render
+//! index with its token index and fill tree) live in the mirror's derived
+//! slot as one [`Views`] value: the mirror tells it about every change
+//! through the store's `Derived` hook, so each index is built once, on the
+//! first call that needs it, and then only updated.
+
+pub mod fill_tree;
+pub mod graph;
+pub mod prompt;
+pub mod query;
+pub mod render;
+pub mod render_index;
+pub mod search;
+pub mod token_index;
+
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
+
+use crate::entry::Entry;
+use crate::parallel::PARALLEL_MIN_ENTRIES;
+use crate::store::core_indexes::CoreIndexes;
+use crate::store::mirror::{Derived, Mirror};
+
+use render_index::RenderIndex;
+use search::SearchIndex;
+
+/// The indexes the views derive from a mirror, each built on first use.
+///
+/// Invariant: the render index is built only once the mirror's core indexes
+/// are (it keeps parent links up to date from their children lists), so
+/// the mirror always hands them to [`Derived::upsert`] when it is built.
+#[derive(Default)]
+pub struct Views {
+    search: OnceLock<SearchIndex>,
+    render: OnceLock<RenderIndex>,
+}
+
+impl Derived for Views {
+    fn upsert(
+        &mut self,
+        entry: &Arc<Entry>,
+        previous: Option<&Arc<Entry>>,
+        core: Option<&CoreIndexes>,
+    ) {
+        if let Some(search) = self.search.get_mut() {
+            search.upsert(entry);
+        }
+        if let Some(render) = self.render.get_mut() {
+            let core = core.expect("a built render index comes with the core indexes");
+            render.upsert(entry, previous, core.children_of(&entry.key));
+        }
+    }
+
+    fn remove(&mut self, entry: &Arc<Entry>, core: Option<&CoreIndexes>) {
+        if let Some(search) = self.search.get_mut() {
+            search.remove(&entry.key);
+        }
+        if let Some(render) = self.render.get_mut() {
+            let core = core.expect("a built render index comes with the core indexes");
+            render.remove(entry, core.children_of(&entry.key));
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The views' indexes of `mirror`.
+fn views(mirror: &Mirror) -> &Views {
+    mirror
+        .derived(|| Box::new(Views::default()))
+        .as_any()
+        .downcast_ref()
+        .expect("the views own the mirror's derived slot")
+}
+
+/// The substring-search index, built on first use.
+pub fn search_index(mirror: &Mirror) -> &SearchIndex {
+    views(mirror).search.get_or_init(|| {
+        let entries: Vec<&Arc<Entry>> = mirror.iter().collect();
+        SearchIndex::build(&entries)
+    })
+}
+
+/// The indexes of the `<memory>` block, built on first use together with
+/// its fill tree and token index (the first render needs all of them), and
+/// with the mirror's core indexes, on another thread, if those are not
+/// built yet.
+pub fn render_index(mirror: &Mirror) -> &RenderIndex {
+    views(mirror).render.get_or_init(|| {
+        let entries: Vec<&Arc<Entry>> = mirror.iter().collect();
+        std::thread::scope(|scope| {
+            let core = (mirror.built_core_indexes().is_none()
+                && entries.len() >= PARALLEL_MIN_ENTRIES)
+                .then(|| scope.spawn(|| mirror.core_indexes()));
+            let render = RenderIndex::for_render(&entries);
+            if let Some(core) = core {
+                core.join().expect("core index thread");
+            }
+            mirror.core_indexes();
+            render
+        })
+    })
+}
