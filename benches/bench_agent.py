@@ -1,4 +1,4 @@
-"""after_turn and after_tool on a 100k-entry store (issue 4 target: p50 cost
+"""after_turn and after_tool on a 100k-entry store (target: p50 cost
 beyond the durable commit <= 1 ms). Each hook is one transaction, so each is
 paired with a baseline that commits the very same entries without extracting
 anything: the difference of the medians is the hooks' own cost."""

@@ -1,5 +1,5 @@
 """``render(focus, 500)`` at 1k, 10k, 100k and 1M entries, and the plain-Python
-model at 100k in the same run (BEHAVIOUR §5; design.md performance targets).
+model at 100k in the same run (§5; the performance targets of the README).
 
 Run (release build first; benchmarks are disabled in the default pytest run)::
 

@@ -183,7 +183,7 @@ impl Entry {
         })
     }
 
-    /// Bytes this entry costs in the `<memory>` budget (BEHAVIOUR §5.1).
+    /// Bytes this entry costs in the `<memory>` budget (§5.1).
     pub fn render_cost(&self) -> usize {
         self.key.len() + self.value.len() + 30
     }

@@ -1,4 +1,4 @@
-//! Pure text functions of membolt (BEHAVIOUR.md §5.4–§5.8, §6.8).
+//! Pure text functions of membolt (§5.4–§5.8, §6.8).
 //!
 //! Everything here is a total function of its arguments: no I/O, no clock, no
 //! `unsafe`, and no panic on any input. The spec's conventions are followed

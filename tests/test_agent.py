@@ -1,4 +1,4 @@
-"""AgentMemory hooks: BEHAVIOUR §6 (through the store), §7, §8, and §0 F5-F7, F9, F10."""
+"""AgentMemory hooks: §6 (through the store), §7, §8, and §0 F5-F7, F9, F10."""
 
 from __future__ import annotations
 

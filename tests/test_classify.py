@@ -1,4 +1,4 @@
-"""BEHAVIOUR §2: the type of a new key is the first matching rule."""
+"""§2: the type of a new key is the first matching rule."""
 
 from __future__ import annotations
 

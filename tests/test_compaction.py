@@ -1,4 +1,4 @@
-"""Tests of compaction capture (BEHAVIOUR.md §7, F7)."""
+"""Tests of compaction capture (§7, F7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of automatic fact extraction (BEHAVIOUR.md §6, F6, F9, F10)."""
+"""Tests of automatic fact extraction (§6, F6, F9, F10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""BEHAVIOUR §3: parent types, auto parent, batch links, explicit links."""
+"""§3: parent types, auto parent, batch links, explicit links."""
 
 from __future__ import annotations
 

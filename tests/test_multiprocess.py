@@ -1,4 +1,4 @@
-"""BEHAVIOUR §1.4 tested for real, with subprocesses and SIGKILL."""
+"""§1.4 tested for real, with subprocesses and SIGKILL."""
 
 from __future__ import annotations
 

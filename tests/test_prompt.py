@@ -1,4 +1,4 @@
-"""The system-prompt section (BEHAVIOUR §5.9)."""
+"""The system-prompt section (§5.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""BEHAVIOUR §9 through the Python API and the memory_query tool.
+"""§9 through the Python API and the memory_query tool.
 
 The engine's own table of expressions lives in rust/tests (cargo test); here:
 the relations, the §9.3 result shape and limits, errors with positions, the

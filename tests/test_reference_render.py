@@ -1,4 +1,4 @@
-"""Tests of the plain-Python reference renderer (BEHAVIOUR.md §5, §11 (a)(b))."""
+"""Tests of the plain-Python reference renderer (§5, §11 (a)(b))."""
 
 from __future__ import annotations
 

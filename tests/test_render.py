@@ -1,4 +1,4 @@
-"""The ``<memory>`` block through the real store (BEHAVIOUR §5, §11 (a)(b)).
+"""The ``<memory>`` block through the real store (§5, §11 (a)(b)).
 
 Each test builds a store through the public API and checks the rendered
 bytes; every render is also compared with the plain-Python model

@@ -1,4 +1,4 @@
-"""Resume after a restart, end to end (issue 4): a scripted agent works a few
+"""Resume after a restart, end to end: a scripted agent works a few
 turns in one process and stops mid-task; a second process builds the system
 prompt, and its <memory> block marks the right entry with its chain above it."""
 

@@ -1,4 +1,4 @@
-"""BEHAVIOUR.md rules that no other test pinned with the spec's own values.
+"""Rules of docs/behaviour.md that no other test pinned with its own values.
 
 Constants are written here as the spec states them (5 s, 100 keys, ...), never
 imported from membolt, so a change in the implementation fails a test.

@@ -1,8 +1,8 @@
-"""The word lists of BEHAVIOUR.md, copied literally from the spec.
+"""The word lists of docs/behaviour.md, copied literally from the contract.
 
 Other tests loop over the implementation's own constants, so they cannot
 notice an item dropped from one of them. Every list here is copied by hand
-from BEHAVIOUR.md (never imported from membolt), and every item is checked
+from docs/behaviour.md (never imported from membolt), and every item is checked
 through public behaviour: which entry the ``<memory>`` block resumes from,
 which error it reports, which entries a focus selects, what extraction
 returns and what the agent integration captures.

@@ -1,4 +1,4 @@
-"""BEHAVIOUR §1: where stores live, entries, writes, bad input."""
+"""§1: where stores live, entries, writes, bad input."""
 
 from __future__ import annotations
 

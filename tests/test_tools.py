@@ -1,4 +1,4 @@
-"""BEHAVIOUR §4: the five tools, their exact outputs, errors and aliases."""
+"""§4: the five tools, their exact outputs, errors and aliases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Export and import (issue 6): lossless, idempotent, all-or-nothing, and the
+"""Export and import: lossless, idempotent, all-or-nothing, and the
 seed system's JSONL format."""
 
 from __future__ import annotations

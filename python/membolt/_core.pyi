@@ -63,7 +63,7 @@ class Cap:
 
 @disjoint_base
 class Store:
-    # timeout defaults to DEFAULT_TIMEOUT (5 s, BEHAVIOUR §1.4).
+    # timeout defaults to DEFAULT_TIMEOUT (5 s, §1.4).
     def __new__(cls, path: str | os.PathLike[str], *, timeout: float = ...) -> Store: ...
     @property
     def path(self) -> os.PathLike[str] | None: ...

@@ -80,7 +80,7 @@ class AgentMemory:
     def system_prompt_section(
         self, focus: str = "", max_tokens: int = _core.DEFAULT_MAX_TOKENS
     ) -> str:
-        """The memory part of the system prompt (BEHAVIOUR §5.9)."""
+        """The memory part of the system prompt (§5.9)."""
         from .prompt import system_prompt_section
 
         return system_prompt_section(self.store, focus, max_tokens, now_ms=self._clock())
@@ -226,7 +226,7 @@ class AgentMemory:
     def query(
         self, expression: str, limit: object = tools.QUERY_LIMIT, *, memory_cap: int | None = None
     ) -> Any:
-        """Evaluate a ``memory_query`` expression (BEHAVIOUR §9).
+        """Evaluate a ``memory_query`` expression (§9).
 
         Relations: ``memory`` (every entry, or the newest ``memory_cap``),
         ``tool_calls`` and ``tasks`` of this agent. A list of rows comes back
@@ -286,7 +286,7 @@ def _arguments_text(arguments: object) -> str:
     if isinstance(arguments, str):
         return clean_text(arguments)
     try:
-        # BEHAVIOUR §9.2: json.dumps of it (non-JSON values as their str).
+        # §9.2: json.dumps of it (non-JSON values as their str).
         return clean_text(json.dumps(arguments, default=str))
     except Exception:  # too deeply nested, a failing __str__, ...
         return f"<{type(arguments).__name__} that is not JSON>"

@@ -1,4 +1,4 @@
-"""Type classification and the parent-type table (BEHAVIOUR §2 and §3.1).
+"""Type classification and the parent-type table (§2 and §3.1).
 
 This module is the single source of truth for both rules: the Rust core
 never infers a type; callers pass it ``classify(key)`` and

@@ -1,4 +1,4 @@
-"""Compaction capture (BEHAVIOUR.md §7): pure functions, no LLM calls.
+"""Compaction capture (§7): pure functions, no LLM calls.
 
 :func:`parse_summary` turns a compaction summary into facts; the caller saves
 them. Order of the result: ``checkpoint:summary`` first, then the bullets of

@@ -1,10 +1,10 @@
-"""Automatic fact extraction (BEHAVIOUR.md §6): pure functions, no LLM calls.
+"""Automatic fact extraction (§6): pure functions, no LLM calls.
 
 Every function here turns text into :class:`Fact` records; the caller writes them
 to the store in one batch (``save_many``), which infers types, links entries and
 applies the caps of §6.7. Nothing here touches a store.
 
-Text conventions (BEHAVIOUR.md preamble):
+Text conventions (docs/behaviour.md, Conventions):
 
 - "whitespace" is the Unicode White_Space set (:data:`WHITESPACE`), not Python's
   ``str.isspace()``, which also accepts U+001C-U+001F;

@@ -12,7 +12,7 @@ A client sees exactly what a Python agent gets from :class:`AgentMemory`:
   are (no SDK-generated schema, no argument validation in front of the
   dispatcher: a bad call gets the dispatcher's own ``{"error": ...}`` text).
 * ``tools/call``: ``AgentMemory.call_tool``'s text as one text content item.
-  The aliases of BEHAVIOUR §4 work too. The ``{"error": ...}`` text is
+  The aliases of §4 work too. The ``{"error": ...}`` text is
   flagged ``isError`` (see :func:`is_tool_error`).
 * ``resources``: ``memory://block``, the ``<memory>`` block
   (``render("", 500)``, empty for an empty store), and
@@ -125,7 +125,7 @@ RESOURCES: Final[tuple[ResourceSpec, ...]] = (
 
 
 def is_tool_error(name: str, text: str) -> bool:
-    """Whether ``text`` is the dispatcher's error object (BEHAVIOUR §4).
+    """Whether ``text`` is the dispatcher's error object (§4).
 
     That is ``{"error": "<tool>: ..."}``: a JSON object with the one string
     member ``error`` whose message starts with the tool's name (the alias

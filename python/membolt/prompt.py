@@ -1,4 +1,4 @@
-"""The system-prompt section of the agent integration (BEHAVIOUR §5.9).
+"""The system-prompt section of the agent integration (§5.9).
 
 ``system_prompt_section`` puts, in this order: the standing rule, a blank
 line, the ``<memory>`` block (§5), a blank line, and the ``<memory-keys>``

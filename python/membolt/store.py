@@ -29,7 +29,7 @@ DEFAULT_TIMEOUT = _core.DEFAULT_TIMEOUT
 
 
 def encode_cwd(path: str | os.PathLike[str]) -> str:
-    """BEHAVIOUR §1.1: the directory name of a project's store.
+    """§1.1: the directory name of a project's store.
 
     Leading ``/`` and ``\\`` are stripped, every ``/``, ``\\`` and ``:``
     becomes ``-``, and the result is wrapped in ``--``.
@@ -137,7 +137,7 @@ class MemoryStore(_core.Store):
         namespace: str | None = None,
         references: Sequence[str] | None = None,
     ) -> Entry:
-        """Create or overwrite one entry (BEHAVIOUR §1.3) and return it.
+        """Create or overwrite one entry (§1.3) and return it.
 
         A new key gets ``type`` or the inferred type (§2), ``namespace`` or
         ``""``, and ``references`` or its automatic parent (§3.2). An existing

@@ -1,4 +1,4 @@
-"""The five LLM-callable memory tools (BEHAVIOUR §4).
+"""The five LLM-callable memory tools (§4).
 
 Each tool is defined once (name, description, JSON-schema parameters) and
 exported in the shape each client expects: OpenAI function calling,
@@ -230,7 +230,7 @@ _HANDLERS: Final[dict[str, Callable[[MemoryStore, Mapping[str, Any]], str]]] = {
 
 
 def query_limit(limit: object) -> int:
-    """BEHAVIOUR §9.3: the row limit a caller's ``limit`` means.
+    """§9.3: the row limit a caller's ``limit`` means.
 
     Floats are truncated; anything that is not a positive number (booleans,
     strings, ``None``, NaN, values <= 0) means the default 50; the most is 500.
@@ -300,5 +300,5 @@ def run_tool(
         return error_text(str(error))
     except (MemboltError, ValueError, TypeError, KeyError, OSError) as error:
         return error_text(f"{tool}: {error}")
-    except Exception as error:  # BEHAVIOUR §4: the dispatcher never raises
+    except Exception as error:  # §4: the dispatcher never raises
         return error_text(f"{tool}: internal error: {type(error).__name__}: {error}")

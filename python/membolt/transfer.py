@@ -1,7 +1,7 @@
 """Export and import: JSONL backups of a store, and the seed system's format.
 
 An export is a header line naming the format and schema version, then one
-entry per line in the JSON form of BEHAVIOUR §1.2::
+entry per line in the JSON form of §1.2::
 
     {"format": "membolt-export", "schema": 1}
     {"key": "...", "value": "...", "namespace": "", "type": "...", "references": [...],

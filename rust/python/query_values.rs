@@ -83,7 +83,7 @@ pub(crate) fn from_query_value(py: Python<'_>, value: &Value) -> PyResult<Py<PyA
     })
 }
 
-/// BEHAVIOUR §9.3: a list of rows becomes `{"count", "rows", "truncated"}`
+/// §9.3: a list of rows becomes `{"count", "rows", "truncated"}`
 /// with only the first `limit` rows converted; anything else as it is.
 pub(crate) fn query_result(py: Python<'_>, value: &Value, limit: usize) -> PyResult<Py<PyAny>> {
     match value {

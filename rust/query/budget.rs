@@ -1,4 +1,4 @@
-//! Evaluation budgets (BEHAVIOUR §9.3).
+//! Evaluation budgets (§9.3).
 //!
 //! Steps measure work: one per expression node evaluated, one per element
 //! a builtin visits, one per value visited by a deep comparison or hash,

@@ -1,5 +1,5 @@
 //! `memory_query`: a subset of expr-lang over the `memory`, `tool_calls`
-//! and `tasks` relations (BEHAVIOUR §9), in pure Rust.
+//! and `tasks` relations (§9), in pure Rust.
 //!
 //! `compile` turns the text into a resolved syntax tree (every syntax
 //! error, unknown name and wrong argument count is found here); `run`

@@ -7,7 +7,7 @@
 //! when it looks like one (`{key: ...}`), else a closure; and names are
 //! resolved here, so an unknown name or function is a compile error.
 //!
-//! Nesting (BEHAVIOUR §9.3: deeper than 100 is a compile error) is bounded
+//! Nesting (§9.3: deeper than 100 is a compile error) is bounded
 //! twice. While parsing, every sub-expression parsed inside another (an
 //! operand, an argument, an element, a bracketed group) is one level
 //! deeper, which bounds the parser's own recursion. Each node built also
@@ -27,7 +27,7 @@ use super::functions::{Builtin, PredicateArg};
 use super::lexer::{Tok, Token, tokenize};
 use super::value::Value;
 
-/// Deepest nesting a query may have (BEHAVIOUR §9.3).
+/// Deepest nesting a query may have (§9.3).
 pub(crate) const MAX_NESTING: u32 = 100;
 
 /// Value depth assumed for a relation: list, row, field value (the

@@ -1,4 +1,4 @@
-//! The relational additions of BEHAVIOUR §9.1 (`join`, `union`), the
+//! The relational additions of §9.1 (`join`, `union`), the
 //! distinct-rows machinery they share with `uniq`, and the `memory`
 //! relation's optional cap (§0 F12).
 

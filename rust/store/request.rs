@@ -90,7 +90,7 @@ pub enum CapGroup {
 }
 
 /// A limit applied after a batch, in its transaction: at most `keep`
-/// entries of `group`; the oldest (§ conventions: smallest `updated_at`,
+/// entries of `group`; the oldest (the contract's conventions: smallest `updated_at`,
 /// then smaller key) go first. Which limits exist is the caller's policy
 /// (the extraction hooks' §6.7 table lives in Python).
 #[derive(Clone, Debug, PartialEq, Eq)]

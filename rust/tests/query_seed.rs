@@ -1,4 +1,4 @@
-//! The seed document's `memory_query` examples (BEHAVIOUR §0 F8), plus the
+//! The seed document's `memory_query` examples (§0 F8), plus the
 //! relation contract of §9.2 and F11/F12.
 
 mod common;

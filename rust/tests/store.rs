@@ -1,4 +1,4 @@
-//! The store through its Rust API (no Python): BEHAVIOUR §1 and §3 rules,
+//! The store through its Rust API (no Python): §1 and §3 rules,
 //! persistence across reopening, atomicity, refusing foreign files.
 
 use std::path::{Path, PathBuf};

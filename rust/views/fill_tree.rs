@@ -1,4 +1,4 @@
-//! The budget fill of the `<memory>` block (BEHAVIOUR §5.2 step 5) as an
+//! The budget fill of the `<memory>` block (§5.2 step 5) as an
 //! index: "the next entry, in newest-first order, whose cost still fits".
 //!
 //! Entries sit in *slots*; slot order ascending is the reverse of the fill

@@ -1,5 +1,5 @@
 //! Traversals of the memory graph for the `<memory>` block: the ancestry
-//! chain (BEHAVIOUR §5.7) and the parents-first order (§5.3).
+//! chain (§5.7) and the parents-first order (§5.3).
 //!
 //! Both work on the integer ids of [`RenderIndex`] and follow only references
 //! to existing entries, in stored order. Every traversal marks what it has

@@ -1,4 +1,4 @@
-//! The `<memory>` block (BEHAVIOUR §5): which entries are kept and how they
+//! The `<memory>` block (§5): which entries are kept and how they
 //! are written.
 //!
 //! Every text rule comes from [`crate::text`]; every lookup goes through the

@@ -1,4 +1,4 @@
-//! The indexes behind the `<memory>` block (BEHAVIOUR §5), kept up to date
+//! The indexes behind the `<memory>` block (§5), kept up to date
 //! by [`Mirror`](crate::store::mirror::Mirror) on every insert and remove, so that a
 //! render costs what it renders and matches rather than O(store).
 //!

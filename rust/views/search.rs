@@ -1,4 +1,4 @@
-//! Case-insensitive substring search over the mirror (BEHAVIOUR §4).
+//! Case-insensitive substring search over the mirror (§4).
 //!
 //! Each entry has a 512-bit signature of the byte trigrams of its lowered key
 //! and value (computed once per write, never per query). A query's trigrams

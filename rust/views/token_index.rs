@@ -1,4 +1,4 @@
-//! Token-prefix index for focus matching (BEHAVIOUR §5.6).
+//! Token-prefix index for focus matching (§5.6).
 //!
 //! Maps each word token of `lower(key)` and of `lower(value)` (the §5.5 word
 //! tokens, via [`crate::text::word_tokens`]) to the entries holding it, so the

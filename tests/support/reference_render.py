@@ -1,4 +1,4 @@
-"""Plain-Python reference model of membolt's ``<memory>`` block (BEHAVIOUR.md §5).
+"""Plain-Python reference model of membolt's ``<memory>`` block (§5).
 
 This module is the *model* for a differential test against the Rust renderer:
 it implements §5 (with §5.4 escaping, §5.5 markers, §5.6 focus, §5.7 ancestry,
