@@ -31,9 +31,10 @@ from pathlib import Path
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
-from support import reference_render as ref
 
 import membolt
+
+from support import reference_render as ref
 
 SIZES = [1_000, 10_000, 100_000, 1_000_000]
 GENERATOR_VERSION = 2

@@ -357,3 +357,26 @@ class TestHostileInput:
         assert memory.auto_capture("## Goal\nship the thing now") == 0
         memory.start_session(model="m")
         assert memory.restore_session_config() == {}
+
+
+# ---------------------------------------------------------------------------
+# §9.2: tool_calls.name is the name as called
+# ---------------------------------------------------------------------------
+
+
+def test_tool_calls_log_the_name_as_called(store: MemoryStore) -> None:
+    memory = AgentMemory(store)
+    memory.call_tool("remember", {"key": "a", "value": "1"})
+    memory.call_tool("memorize", '{"key": "b", "value": "2"}')
+    memory.call_tool("recall", {"query": "a"})
+    memory.call_tool("forget", {"key": "b"})
+    memory.call_tool("memory_list", {})
+    called = ["remember", "memorize", "recall", "forget", "memory_list"]
+    rows = memory.query("tool_calls")["rows"]
+    assert [row["name"] for row in rows] == called
+    assert rows[1]["args"] == '{"key": "b", "value": "2"}'  # text arguments as given
+    assert memory.query("map(tool_calls, .name)") == called
+    answer = json.loads(memory.call_tool("memory_query", {"query": "map(tool_calls, .name)"}))
+    assert answer == called
+    # The memory_query call itself is logged under its own name afterwards.
+    assert memory.query("last(tool_calls).name") == "memory_query"

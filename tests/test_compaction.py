@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from membolt import AgentMemory, MemoryStore
 from membolt.compaction import (
     CHECKPOINT_KEY,
     bullet_fact,
@@ -257,3 +258,47 @@ def test_parse_summary_never_raises_and_is_well_formed(summary: str) -> None:
 def test_ten_megabytes(summary: str) -> None:
     facts = parse_summary(summary)
     assert len(facts) <= 1 + 2 * MAX_FACTS_PER_TEXT
+
+
+# ---------------------------------------------------------------------------
+# §7: re-capturing a summary keeps an existing bullet entry's references
+# ---------------------------------------------------------------------------
+
+RECAPTURED_SUMMARY = (
+    "## Goal\nship the users endpoint\n"
+    "## Key Decisions\n- **Use redb**: one file per project\n"
+    "## Critical Context\n- Deploy target: fly.io\n"
+)
+
+
+def test_recapture_keeps_the_references_of_an_existing_bullet(store: MemoryStore) -> None:
+    store.save("prompt:users", "ship it")
+    store.save("use_redb", "sqlite", type="decision", references=["prompt:users"])
+    store.save("deploy_target", "heroku", type="context", references=[])
+    memory = AgentMemory(store)
+    assert memory.auto_capture(RECAPTURED_SUMMARY) == 3
+    decision = store.get("use_redb")
+    context = store.get("deploy_target")
+    assert decision is not None
+    assert context is not None
+    assert decision.value == "one file per project"
+    assert context.value == "fly.io"
+    # Existing entries keep their references: no link to the checkpoint added.
+    assert decision.references == ("prompt:users",)
+    assert context.references == ()
+    assert store.children("checkpoint:summary") == []
+
+
+def test_recapture_keeps_references_changed_after_the_first_capture(store: MemoryStore) -> None:
+    memory = AgentMemory(store)
+    assert memory.auto_capture(RECAPTURED_SUMMARY) == 3
+    assert store.get("use_redb").references == ("checkpoint:summary",)  # type: ignore[union-attr]
+    store.save("prompt:users", "ship it")
+    store.unlink("use_redb", "checkpoint:summary")
+    store.link("use_redb", "prompt:users")
+    checkpoint_refs = store.get("checkpoint:summary").references  # type: ignore[union-attr]
+    assert memory.auto_capture(RECAPTURED_SUMMARY.replace("one file", "a file")) == 3
+    assert store.get("use_redb").value == "a file per project"  # type: ignore[union-attr]
+    assert store.get("use_redb").references == ("prompt:users",)  # type: ignore[union-attr]
+    assert store.get("deploy_target").references == ("checkpoint:summary",)  # type: ignore[union-attr]
+    assert store.get("checkpoint:summary").references == checkpoint_refs  # type: ignore[union-attr]

@@ -10,11 +10,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support.fixture_stores import copy_fixture_store
 
 import membolt
 import membolt.doctor
 from membolt import MemoryStore
+
+from support.fixture_stores import copy_fixture_store
 
 
 def test_a_healthy_store(store: MemoryStore) -> None:

@@ -16,7 +16,8 @@ import pytest
 import membolt
 from membolt import MemoryStore
 
-WORKER = str(Path(__file__).parent / "support" / "store_worker.py")
+from support.processes import WORKER
+
 pytestmark = pytest.mark.slow
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from membolt import MemoryStore
+from membolt import AgentMemory, MemoryStore
 from membolt.prompt import MEMORY_KEYS_SHOWN, STANDING_RULE, system_prompt_section
 
 FIRST_SENTENCES = (
@@ -96,3 +96,26 @@ def test_newest_keys_helper(store: MemoryStore) -> None:
     assert store.newest_keys(2) == ["c", "a"]
     assert store.newest_keys(0) == []
     assert store.newest_keys(10) == ["c", "a", "b"]
+
+
+# ---------------------------------------------------------------------------
+# §5.9: the <memory-keys> block lists the 100 newest keys
+# ---------------------------------------------------------------------------
+
+
+def listed_keys(section: str) -> list[str]:
+    keys_block = section.split("\n\n<memory-keys>\n", 1)[1]
+    assert keys_block.endswith("\n</memory-keys>")
+    return keys_block[: -len("\n</memory-keys>")].split("\n")
+
+
+@pytest.mark.parametrize(("saved", "more"), [(130, 30), (101, 1), (100, 0), (99, 0)])
+def test_memory_keys_lists_the_100_newest(store: MemoryStore, saved: int, more: int) -> None:
+    for i in range(saved):
+        store.save(f"k{i:03d}", "v", type="note")
+    newest_first = [f"k{i:03d}" for i in range(saved - 1, -1, -1)]
+    expected = newest_first[:100]
+    if more:
+        expected.append(f"... and {more} more (use memory_search to find older entries)")
+    assert listed_keys(system_prompt_section(store, "", now_ms=0)) == expected
+    assert listed_keys(AgentMemory(store).system_prompt_section("")) == expected

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import reference_render as ref
 
 import membolt
 from membolt import MemoryStore
+
+from support import reference_render as ref
 
 MINUTE = 60_000
 HOUR = 60 * MINUTE

@@ -26,9 +26,10 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import reference_render as ref
 
 import membolt
+
+from support import reference_render as ref
 
 FRAGMENTS = [
     "done",

@@ -8,10 +8,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from support.fixture_stores import copy_fixture_store
 
 import membolt
 from membolt import MemoryStore
+
+from support.fixture_stores import copy_fixture_store
 
 
 class TestLocation:
