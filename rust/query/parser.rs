@@ -1,4 +1,5 @@
-//! Parser: tokens to the resolved AST of `ast.rs`.
+//! Parser: tokens to the resolved AST of `ast.rs`. One concept, kept in one
+//! file although long: the grammar reads best in one place.
 //!
 //! The grammar, precedences and quirks follow expr-lang's own parser
 //! (precedence climbing; comparisons chain; `??` does not mix with other

@@ -1,4 +1,6 @@
-//! Token-prefix index for focus matching (§5.6).
+//! Token-prefix index for focus matching (§5.6). One concept, kept in one
+//! file although long: the index's layout (a frozen sorted dictionary plus
+//! postings, and a small mutable overlay) is only sound as a whole.
 //!
 //! Maps each word token of `lower(key)` and of `lower(value)` (the §5.5 word
 //! tokens, via [`crate::text::word_tokens`]) to the entries holding it, so the
