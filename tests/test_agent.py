@@ -26,6 +26,7 @@ def values(store: MemoryStore) -> dict[str, str]:
 
 
 class TestAfterTurn:
+    @pytest.mark.smoke
     def test_markers_key_lines_action_files_and_sections(self, memory: AgentMemory) -> None:
         response = "\n".join(
             [
@@ -85,6 +86,7 @@ class TestAfterTurn:
 
 
 class TestAfterTool:
+    @pytest.mark.smoke
     def test_captured_tool_result(self, memory: AgentMemory) -> None:
         count = memory.after_tool(
             "bash_exec", {"cmd": "pytest"}, "42 passed in 3.1s\nDeployed the build to staging"

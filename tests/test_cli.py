@@ -57,6 +57,7 @@ def db(tmp_path: Path) -> str:
     return str(path)
 
 
+@pytest.mark.smoke
 def test_save_get_delete_list(db: str) -> None:
     assert ok("--db", db, "save", "decision:db", "use redb") == 'saved "decision:db" [decision]\n'
     assert ok("get", "--db", db, "decision:db") == "use redb\n"
@@ -106,6 +107,7 @@ def test_render(db: str) -> None:
     assert "prompt:build" in small
 
 
+@pytest.mark.smoke
 def test_query(db: str) -> None:
     out = json.loads(ok("--db", db, "query", 'filter(memory, .type == "result")'))
     assert out["count"] == 1
@@ -301,6 +303,7 @@ def test_demo() -> None:
     assert '"count"' in out
 
 
+@pytest.mark.smoke
 def test_a_panic_of_the_engine_is_one_error_line(tmp_path: Path) -> None:
     # Flipping the first byte (the page type) of B-tree pages makes redb
     # panic while reading them; the panic is caught and reported once, not

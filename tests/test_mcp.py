@@ -216,6 +216,7 @@ async def read_text(session: ClientSession, uri: str) -> str:
     return text
 
 
+@pytest.mark.smoke
 @pytest.mark.slow
 def test_cwd_serves_the_project_store(tmp_path: Path) -> None:
     project = tmp_path / "project"

@@ -94,6 +94,7 @@ def test_held_store_gives_busy_then_works_again(store_path: Path) -> None:
     assert set(MemoryStore(store_path).keys()) == {"before", "held-by-child", "after"}
 
 
+@pytest.mark.smoke
 def test_reader_sees_other_process_writes_on_next_call(store_path: Path) -> None:
     reader = MemoryStore(store_path)
     reader.save("mine", "1")
@@ -157,6 +158,7 @@ def test_threads_share_one_store(store_path: Path) -> None:
     assert len(store) == 160
 
 
+@pytest.mark.smoke
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_forked_child_uses_the_store_safely(store_path: Path) -> None:
     store = MemoryStore(store_path)

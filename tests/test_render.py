@@ -103,6 +103,7 @@ GOLDEN_B = "\n".join(
 )
 
 
+@pytest.mark.smoke
 def test_golden_examples_a_and_b(store: MemoryStore) -> None:
     store.save("prompt:build", "Add /users endpoint")
     time.sleep(0.002)

@@ -53,6 +53,7 @@ class TestLocation:
         store = MemoryStore.for_project(base_dir=tmp_path / "base")
         assert Path(store.path).parent.name == membolt.encode_cwd(str(project))
 
+    @pytest.mark.smoke
     def test_directories_0700_and_file_0600(self, tmp_path: Path) -> None:
         store = MemoryStore.for_project(cwd="/x/y", base_dir=tmp_path / "b")
         store.save("k", "v")
@@ -75,6 +76,7 @@ class TestLocation:
 
 
 class TestEntry:
+    @pytest.mark.smoke
     def test_fields_and_json_form(self, store: MemoryStore) -> None:
         e = store.save("decision:db", "use redb", namespace="ns", references=["x"])
         assert (e.key, e.value, e.type, e.namespace, e.references) == (
@@ -167,6 +169,7 @@ class TestWrites:
         assert "a" in store
         assert 3 not in store
 
+    @pytest.mark.smoke
     def test_batch_commits_together(self, store: MemoryStore) -> None:
         store.save("old", "x")
         with store.batch() as b:

@@ -86,6 +86,7 @@ class TestSave:
 
 
 class TestSearch:
+    @pytest.mark.smoke
     def test_golden_example(self, memory: AgentMemory) -> None:
         store = memory.store
         store.save("prompt:build", "Add /users endpoint")
@@ -178,6 +179,7 @@ class TestDispatcher:
             ("memory_save", 42, "memory_save: arguments must be a JSON object"),
         ],
     )
+    @pytest.mark.smoke
     def test_bad_calls_answer_an_error(
         self, memory: AgentMemory, name: str, arguments: object, message: str
     ) -> None:
