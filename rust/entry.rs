@@ -5,23 +5,43 @@
 //! order. The key is not part of the encoded value; it is the table key.
 //!
 //! ```text
-//! format 1:  0x01
+//! format 2:  0x02
+//!            checksum    CRC-32 (u32 LE) of the key's bytes, then of every
+//!                        byte of the record after this field
 //!            created_at  zigzag LEB128 i64
 //!            updated_at  zigzag LEB128 i64
 //!            value       LEB128 length + UTF-8 bytes
 //!            type        LEB128 length + UTF-8 bytes
 //!            namespace   LEB128 length + UTF-8 bytes
 //!            references  LEB128 count, then each as LEB128 length + UTF-8 bytes
+//! format 1:  0x01, then the same fields without the checksum (stores of
+//!            schema 2 and older; read only when the caller accepts them)
 //! ```
 //!
-//! A reader refuses any other format byte, trailing bytes, truncated fields or
-//! invalid UTF-8: a damaged record is reported, never half-read.
+//! The checksum covers the key too, so a record that a damaged page has
+//! moved under another key is caught as well as a changed value. A reader
+//! refuses a checksum that does not match, any other format byte, trailing
+//! bytes, truncated fields or invalid UTF-8: a damaged record is reported,
+//! never half-read, and no value differing from what was saved is returned.
 
 use std::fmt;
 use std::sync::Arc;
 
-/// The only record format this version writes and reads.
+/// The record format this version writes.
+const FORMAT_V2: u8 = 2;
+/// The format of the versions before record checksums.
 const FORMAT_V1: u8 = 1;
+const CHECKSUM_BYTES: usize = 4;
+
+/// Which record formats a reader takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accept {
+    /// Only checksummed records (format 2): every store of schema 3 on.
+    Checksummed,
+    /// Records of format 1 too, which carry no checksum (an older store not
+    /// upgraded yet, or a journal record, which has a checksum of its own).
+    Legacy,
+}
 
 /// One stored fact. Strings are shared (`Arc<str>`) because the same entry is
 /// read by the mirror, search, rendering and the query engine without copies.
@@ -115,28 +135,44 @@ impl fmt::Display for DecodeError {
 impl std::error::Error for DecodeError {}
 
 impl Entry {
-    /// Encodes everything but the key (which is the table key).
+    /// Encodes everything but the key (which is the table key), with the
+    /// checksum over the key and the fields.
     pub fn encode(&self) -> Vec<u8> {
         let refs_len: usize = self.references.iter().map(|r| r.len() + 2).sum();
         let mut out = Vec::with_capacity(
-            24 + self.value.len() + self.kind.len() + self.namespace.len() + refs_len,
+            28 + self.value.len() + self.kind.len() + self.namespace.len() + refs_len,
         );
-        out.push(FORMAT_V1);
-        put_varint(&mut out, zigzag(self.created_at));
-        put_varint(&mut out, zigzag(self.updated_at));
-        put_str(&mut out, &self.value);
-        put_str(&mut out, &self.kind);
-        put_str(&mut out, &self.namespace);
-        put_varint(&mut out, self.references.len() as u64);
-        for reference in &self.references {
-            put_str(&mut out, reference);
-        }
+        out.push(FORMAT_V2);
+        out.extend_from_slice(&[0; CHECKSUM_BYTES]);
+        self.encode_fields(&mut out);
+        let checksum = record_checksum(&self.key, &out[1 + CHECKSUM_BYTES..]);
+        out[1..=CHECKSUM_BYTES].copy_from_slice(&checksum.to_le_bytes());
         out
     }
 
-    /// Decodes a record stored under `key`.
+    /// Encodes in format 1 (no checksum), as the versions before 0.2 did.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn encode_legacy(&self) -> Vec<u8> {
+        let mut out = vec![FORMAT_V1];
+        self.encode_fields(&mut out);
+        out
+    }
+
+    fn encode_fields(&self, out: &mut Vec<u8>) {
+        put_varint(out, zigzag(self.created_at));
+        put_varint(out, zigzag(self.updated_at));
+        put_str(out, &self.value);
+        put_str(out, &self.kind);
+        put_str(out, &self.namespace);
+        put_varint(out, self.references.len() as u64);
+        for reference in &self.references {
+            put_str(out, reference);
+        }
+    }
+
+    /// Decodes a checksummed record stored under `key`.
     pub fn decode(key: &str, bytes: &[u8]) -> Result<Entry, DecodeError> {
-        Entry::decode_with(key, bytes, &mut Interner::default())
+        Entry::decode_with(key, bytes, &mut Interner::default(), Accept::Checksummed)
     }
 
     /// Decodes with `interner` sharing the few distinct types and namespaces
@@ -146,10 +182,28 @@ impl Entry {
         key: &str,
         bytes: &[u8],
         interner: &mut Interner,
+        accept: Accept,
     ) -> Result<Entry, DecodeError> {
         let mut reader = Reader { bytes, pos: 0 };
         match reader.byte()? {
-            FORMAT_V1 => {}
+            FORMAT_V2 => {
+                let stored = bytes
+                    .get(1..=CHECKSUM_BYTES)
+                    .ok_or_else(|| DecodeError("record ends early".into()))?;
+                let stored = u32::from_le_bytes(stored.try_into().expect("4 bytes"));
+                if record_checksum(key, &bytes[1 + CHECKSUM_BYTES..]) != stored {
+                    return Err(DecodeError(
+                        "its checksum does not match (the stored bytes changed)".into(),
+                    ));
+                }
+                reader.pos = 1 + CHECKSUM_BYTES;
+            }
+            FORMAT_V1 if accept == Accept::Legacy => {}
+            FORMAT_V1 => {
+                return Err(DecodeError(
+                    "it has no checksum, which every record of this store must have".into(),
+                ));
+            }
             other => {
                 return Err(DecodeError(format!("unknown record format {other}")));
             }
@@ -202,6 +256,14 @@ impl Interner {
         self.0.insert(shared.clone());
         shared
     }
+}
+
+/// CRC-32 of the key, then of the encoded fields.
+fn record_checksum(key: &str, fields: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(key.as_bytes());
+    hasher.update(fields);
+    hasher.finalize()
 }
 
 fn zigzag(n: i64) -> u64 {
@@ -287,11 +349,15 @@ mod tests {
         }
     }
 
+    fn legacy(bytes: &[u8], key: &str) -> Result<Entry, DecodeError> {
+        Entry::decode_with(key, bytes, &mut Interner::default(), Accept::Legacy)
+    }
+
     #[test]
     fn round_trips_every_field() {
         let entry = sample();
         let bytes = entry.encode();
-        assert_eq!(bytes[0], FORMAT_V1);
+        assert_eq!(bytes[0], FORMAT_V2);
         assert_eq!(Entry::decode("result:build", &bytes).unwrap(), entry);
     }
 
@@ -308,33 +374,65 @@ mod tests {
         }
     }
 
+    /// Every single-bit flip of a record, and reading it under another key,
+    /// is refused: no changed value is ever returned.
+    #[test]
+    fn every_flipped_bit_and_a_moved_key_are_refused() {
+        let bytes = sample().encode();
+        for bit in 0..bytes.len() * 8 {
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            let decoded = Entry::decode("result:build", &damaged);
+            assert!(decoded.is_err(), "bit {bit} went unnoticed");
+            if damaged[0] != FORMAT_V1 {
+                assert!(legacy(&damaged, "result:build").is_err(), "bit {bit}");
+            }
+        }
+        let error = Entry::decode("result:builds", &bytes).unwrap_err();
+        assert!(error.0.contains("checksum"), "{error}");
+    }
+
+    #[test]
+    fn format_1_is_read_only_when_accepted() {
+        let entry = sample();
+        let old = entry.encode_legacy();
+        assert_eq!(old[0], FORMAT_V1);
+        assert_eq!(legacy(&old, "result:build").unwrap(), entry);
+        let refused = Entry::decode("result:build", &old).unwrap_err();
+        assert!(refused.0.contains("no checksum"), "{refused}");
+    }
+
     #[test]
     fn rejects_unknown_format_truncation_and_trailing_bytes() {
-        let bytes = sample().encode();
-        let mut future = bytes.clone();
-        future[0] = 2;
-        assert!(Entry::decode("k", &future).is_err());
-        for cut in 0..bytes.len() {
-            assert!(Entry::decode("k", &bytes[..cut]).is_err(), "cut at {cut}");
+        for bytes in [sample().encode(), sample().encode_legacy()] {
+            let mut future = bytes.clone();
+            future[0] = 3;
+            assert!(legacy(&future, "result:build").is_err());
+            for cut in 0..bytes.len() {
+                assert!(
+                    legacy(&bytes[..cut], "result:build").is_err(),
+                    "cut at {cut}"
+                );
+            }
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(legacy(&longer, "result:build").is_err());
         }
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert!(Entry::decode("k", &longer).is_err());
     }
 
     #[test]
     fn rejects_invalid_utf8_and_huge_counts() {
         let mut entry = sample();
         entry.references.clear();
-        let mut bytes = entry.encode();
+        let mut bytes = entry.encode_legacy();
         // The value string starts after format byte and two varints.
         let value_start = bytes.iter().position(|&b| b == b'c').unwrap();
         bytes[value_start] = 0xff;
-        assert!(Entry::decode("k", &bytes).is_err());
+        assert!(legacy(&bytes, "result:build").is_err());
 
-        let mut bytes = entry.encode();
+        let mut bytes = entry.encode_legacy();
         let last = bytes.len() - 1;
         bytes[last] = 0x7f; // reference count 127 with nothing after it
-        assert!(Entry::decode("k", &bytes).is_err());
+        assert!(legacy(&bytes, "result:build").is_err());
     }
 }

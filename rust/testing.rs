@@ -22,7 +22,9 @@ pub fn entry(key: &str, kind: &str, value: &str, at: i64, refs: &[&str]) -> Arc<
 }
 
 /// The store files the test suites need and the public API cannot make.
-pub use crate::store::redb::fixtures::{FIXTURES, write_fixture};
+pub use crate::store::redb::fixtures::{
+    FIXTURES, every_record_checksummed, file_schema, old_entries, write_fixture,
+};
 
 /// Writes every fixture into `dir` as `<name>.redb`.
 pub fn write_fixtures(dir: &Path) -> crate::error::Result<()> {

@@ -81,15 +81,15 @@ def doctor_copies() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("membolt-doctor-*")}
 
 
-def test_a_file_left_by_a_killed_writer_is_checked_on_a_copy(tmp_path: Path) -> None:
+def test_a_file_left_by_a_killed_writer_is_checked_in_memory(tmp_path: Path) -> None:
     path = killed_writer_store(tmp_path / "killed.redb", 300)
     before, copies = path.read_bytes(), doctor_copies()
     report = membolt.doctor.inspect(path)
     assert report.entries == 300
     assert report.problem_count == 0
     assert any("not closed cleanly" in n and "succeeds" in n for n in report.notes)
-    assert path.read_bytes() == before  # the recovery ran on the copy
-    assert doctor_copies() == copies  # which is gone
+    assert path.read_bytes() == before  # the recovery ran in memory
+    assert doctor_copies() == copies  # with no copy on disk
 
 
 def test_a_truncated_file_is_a_problem(tmp_path: Path) -> None:

@@ -170,7 +170,15 @@ fn decode(db: &ReadOnlyDatabase) -> Vec<Arc<Entry>> {
         .unwrap()
         .map(|item| {
             let (key, value) = item.unwrap();
-            Arc::new(Entry::decode_with(key.value(), value.value(), &mut interner).unwrap())
+            Arc::new(
+                Entry::decode_with(
+                    key.value(),
+                    value.value(),
+                    &mut interner,
+                    membolt::entry::Accept::Legacy,
+                )
+                .unwrap(),
+            )
         })
         .collect()
 }

@@ -317,13 +317,7 @@ fn a_closed_store_leaves_a_complete_file() {
 }
 
 fn schema_in_file(path: &Path) -> u64 {
-    use redb::{ReadableDatabase, TableDefinition};
-    const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-    let db = redb::ReadOnlyDatabase::open(path).unwrap();
-    let rtx = db.begin_read().unwrap();
-    let meta = rtx.open_table(META).unwrap();
-    let bytes = meta.get("schema").unwrap().unwrap().value().to_vec();
-    u64::from_le_bytes(bytes.try_into().unwrap())
+    membolt::testing::file_schema(path)
 }
 
 #[test]
@@ -341,6 +335,6 @@ fn a_schema_1_store_is_read_as_it_is_and_marked_by_the_first_write() {
     store.save(request("new", "x", "note", None)).unwrap();
     store.close();
     assert_eq!(schema_in_file(&path), membolt::store::redb::SCHEMA_VERSION);
-    assert_eq!(membolt::store::redb::SCHEMA_VERSION, 2);
+    assert_eq!(membolt::store::redb::SCHEMA_VERSION, 3);
     assert_eq!(keys_in_file(&path), ["new", "old"]);
 }

@@ -20,10 +20,11 @@
 //!   handle (which excludes writers). So a reader never sees a half-written
 //!   record, and a commit is always announced before it becomes visible.
 //! * A missing or unreadable sidecar is initialised (an empty ring with a new
-//!   ring id) by whoever next holds a redb handle, reader or writer: no writer
-//!   runs meanwhile, so "nothing changed since" is true. Two readers doing it
-//!   at once leave one ring id; the other reader's next look sees a position
-//!   it did not record and refreshes (once), never a wrong mirror.
+//!   ring id) by the next writer, when it takes the write lease: no other
+//!   writer runs meanwhile, so "nothing changed since" is true. Readers never
+//!   create or initialise it (they change no file of the store): without a
+//!   usable ring a reader reloads the store on each call until a writer has
+//!   made one.
 //! * A record only says "this key may have changed": the reader re-reads the
 //!   key from redb. A writer that dies between announcing and committing
 //!   costs a needless re-read, never a wrong mirror.
@@ -38,7 +39,7 @@
 //!   a process holds the write lease, the sidecar it checked when it took the
 //!   lease is used unchecked (`append`, `wanted`, `clear_want`): membolt never
 //!   replaces a sidecar, and a new one, should someone delete it meanwhile,
-//!   can only be initialised under a redb handle, i.e. after the lease; its
+//!   can only be initialised by a writer, i.e. after the lease; its
 //!   new ring id then sends every reader (this process included) to a full
 //!   refresh. This saves two `stat` calls per save.
 
@@ -85,17 +86,22 @@ impl ChangeRing {
         }
     }
 
+    /// The sidecar, if it exists: open for reading and writing, or for
+    /// reading only when the caller may not write it. Looking never creates
+    /// it (only a writer does, see [`ChangeRing::initialise`]).
     fn file(&mut self) -> Option<&File> {
         let on_disk = std::fs::metadata(&self.path).ok().map(|m| m.ino());
         if self.file.is_none() || on_disk != Some(self.inode) {
-            self.file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&self.path)
-                .ok();
+            let open = |write: bool| {
+                OpenOptions::new()
+                    .read(true)
+                    .write(write)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(&self.path)
+                    .ok()
+                    .filter(|file| file.metadata().is_ok_and(|meta| meta.is_file()))
+            };
+            self.file = open(true).or_else(|| open(false));
             self.inode = match &self.file {
                 Some(file) => file.metadata().ok()?.ino(),
                 None => 0,
@@ -113,20 +119,9 @@ impl ChangeRing {
         self.file.as_ref()
     }
 
-    /// Whether the sidecar file exists (looking for it through the other
-    /// methods creates it).
+    /// Whether the sidecar file exists.
     pub(crate) fn exists(&self) -> bool {
         self.path.exists()
-    }
-
-    /// Deletes the sidecar if nothing was ever written to it (it was only
-    /// created by looking for it).
-    pub(crate) fn remove_if_unused(&mut self) {
-        if std::fs::metadata(&self.path).is_ok_and(|meta| meta.len() == 0) {
-            let _ = std::fs::remove_file(&self.path);
-        }
-        self.file = None;
-        self.inode = 0;
     }
 
     /// The current position, or `None` when the sidecar is missing, not yet
@@ -146,12 +141,21 @@ impl ChangeRing {
         (position.ring_id != 0).then_some(position)
     }
 
-    /// Makes sure the sidecar is initialised; called with a redb handle held
-    /// (which excludes writers). Returns the position now on file.
+    /// Makes sure the sidecar exists and is initialised; called by the
+    /// holder of the write lease. Returns the position now on file.
     pub(crate) fn initialise(&mut self) -> Option<Position> {
         if let Some(position) = self.position() {
             return Some(position);
         }
+        let created = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&self.path)
+            .ok()?;
+        drop(created);
         let position = Position {
             ring_id: crate::random::random_u64() | 1,
             seq: 0,
@@ -163,8 +167,6 @@ impl ChangeRing {
         let file = self.file()?;
         file.set_len(HEADER_LEN + RING_LEN).ok()?;
         file.write_all_at(&header, 0).ok()?;
-        // Another reader may have initialised it at the same moment: what is
-        // on file is what later positions will be compared with.
         self.position()
     }
 

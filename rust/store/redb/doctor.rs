@@ -1,32 +1,39 @@
-//! `membolt doctor`: a read-only integrity check of a store file.
+//! `membolt doctor`: a read-only check of a store file that reports every
+//! damage it can see.
 //!
-//! It opens the file read-only (never writing, never repairing), reads every
-//! record, and reports what it finds: damage (records that do not decode,
-//! broken invariants) as problems, odd but legal states (references to
-//! deleted keys) as notes. Then, on a private copy of the file (recovery
-//! and the check both write, and the file itself stays untouched), redb's
-//! integrity check verifies every page checksum, which catches damage inside
-//! values that still decode. A file that was not closed cleanly can only be
-//! read after redb's crash recovery: that runs on the copy too.
+//! The file is opened through the in-memory overlay (`overlay.rs`), so
+//! nothing is written to it or beside it, it needs no free disk space, and
+//! a file the caller may only read is checked like any other. In order:
+//! 1. crash recovery, as the next writer would run it (a file left by a
+//!    killed writer), in memory;
+//! 2. redb's page checksums, before anything is replayed on top;
+//! 3. the journal: records redb lacks (a note: the next open applies them),
+//!    valid records stranded behind a damaged one, or a journal cut short
+//!    (problems: acknowledged changes at risk);
+//! 4. every record against its checksum, after the journal's records are
+//!    applied as the next open would, and the invariants of §1.2.
+//!
+//! Damage is reported as problems (exit 1), odd but legal states (a
+//! recovered crash, references to deleted keys) as notes. A panic of the
+//! engine on a damaged file is a problem too: doctor never crashes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File, TryLockError};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use redb::{
-    Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase, ReadableTable, StorageError,
-    TableHandle,
-};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableHandle};
 
-use crate::entry::Entry;
+use crate::entry::{Accept, Entry, Interner};
 use crate::error::{AtStore, Result, StoreError};
 use crate::quiet_panic::catch;
 use crate::store::MAX_KEY_BYTES;
+use crate::store::medium::Call;
 use crate::store::redb::change_ring::ChangeRing;
 use crate::store::redb::format::{ENTRIES, TABLE_NAMES, read_meta};
 use crate::store::redb::journal::Journal;
-use crate::store::redb::{lease, replay};
+use crate::store::redb::overlay::OverlayBackend;
 
 /// At most this many problems are listed; the count is always exact.
 const LISTED_PROBLEMS: usize = 20;
@@ -65,45 +72,89 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
         file_bytes: metadata.len(),
         ..Report::default()
     };
+    if metadata.nlink() > 1 {
+        report.problem(format!(
+            "the file has {} names (hard links): membolt refuses to use it, since its \
+             journal is found by name; remove the other links",
+            metadata.nlink()
+        ));
+    }
     if metadata.len() == 0 {
         report
             .notes
             .push("the file is empty: a new store with no entries".into());
         return Ok(report);
     }
-    let started = Instant::now();
-    let deadline = started + timeout;
-    let mut sync = ChangeRing::new(path);
-    let opened = catch(|| {
-        lease::open_with_retry(path, deadline, started, &mut sync, || {
-            ReadOnlyDatabase::open(path)
-        })
-    })
-    .unwrap_or_else(|_| Err(engine_failure(path)))?;
+    let call = Call::new(timeout);
+    let mut ring = ChangeRing::new(path);
+    let backend = OverlayBackend::open(path, call.deadline, call.started, &mut ring)?;
+    // What the journal holds, read under the same lock as the file, so that
+    // both describe one state (a writer taking over afterwards starts a
+    // journal of its own).
     let journal = Journal::new(path);
-    let state = match opened {
-        Ok(db) => {
-            // Changes only the journal holds are read after a replay on the
-            // copy, as the next open will see them.
-            let pending = catch(|| {
-                let rtx = db.begin_read().at(path)?;
-                replay::journal_has_changes(&rtx, &journal, path)
+    let snapshot = journal
+        .snapshot()
+        .map_err(|e| StoreError::io(journal.path(), e))?;
+    let recovery = Arc::new(Mutex::new(Recovery::default()));
+    let seen = recovery.clone();
+    let opened = catch(|| {
+        redb::Builder::new()
+            .set_repair_callback(move |session| {
+                let mut seen = seen
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                seen.ran = true;
+                // The first report of a repair comes at 0.3 only when the
+                // newest commit fails its checksums.
+                seen.fell_back |= session.progress() < 0.5;
             })
-            .unwrap_or_else(|_| Err(engine_failure(path)))?;
-            if pending {
-                FileState::CleanWithJournal
-            } else {
-                catch(|| read_everything(&db, path, &mut report))
-                    .unwrap_or_else(|_| Err(engine_failure(path)))?;
-                FileState::ReadAlready
-            }
-        }
-        Err(DatabaseError::RepairAborted) => FileState::NeedsRecovery,
-        Err(other) => return Err(other).at(path),
+            .create_with_backend(backend)
+    });
+    let mut db = match opened {
+        Ok(Ok(db)) => db,
+        Ok(Err(error)) => return Err(error).at(path),
+        Err(_) => return Err(engine_failure(path)),
     };
-    check_copy(path, (started, deadline), &mut sync, state, &mut report)?;
+    let recovery = *recovery
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if recovery.ran {
+        // Whether falling back loses anything is the journal's to say
+        // (below): it holds every change after the commit used, unless
+        // records are stranded.
+        let fell_back = if recovery.fell_back {
+            " (the newest commit had not reached the disk whole, so the one before it is \
+             used, with the journal's changes since on top)"
+        } else {
+            ""
+        };
+        report.notes.push(format!(
+            "the file was not closed cleanly (a process was killed); the crash recovery \
+             that the next write runs succeeds{fell_back} (checked in memory)"
+        ));
+    }
+    match catch(|| db.check_integrity()) {
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => {
+            report.problem("some pages fail their checksums: the file is damaged".into());
+        }
+        Ok(Err(error)) => report.problem(format!("the integrity check fails: {error}")),
+        Err(_) => report.problem("the integrity check fails: the database engine failed".into()),
+    }
+    let checked = catch(|| check_records(&db, path, snapshot.as_ref(), &journal, &mut report));
+    match checked {
+        Ok(Ok(())) => {}
+        Ok(Err(error @ (StoreError::NewerSchema { .. } | StoreError::Corrupt { .. })))
+            if report.entries == 0 && report.problem_count == 0 =>
+        {
+            // Not a membolt store (or a newer one): say so as an error.
+            return Err(error);
+        }
+        Ok(Err(error)) => report.problem(error.to_string()),
+        Err(_) => report.problem("reading the records fails: the database engine failed".into()),
+    }
     // Read-only: a missing sidecar is not created by looking at it.
-    if !sync.exists() || sync.position().is_none() {
+    if !ring.exists() || ring.position().is_none() {
         report
             .notes
             .push("no usable .sync sidecar: the next write creates one (nothing is lost)".into());
@@ -111,146 +162,26 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
     Ok(report)
 }
 
-/// Checks a private copy of `path`: crash recovery when it needs one, redb's
-/// page checksums, and (unless `read_already`) membolt's own checks. The
-/// copy is taken under a shared lock of the file, which a writer (holding it
-/// exclusively while open) excludes, so it is one consistent state; it is
-/// deleted afterwards.
-fn check_copy(
+/// What redb's repair callback saw while opening the file.
+#[derive(Clone, Copy, Default)]
+struct Recovery {
+    /// Crash recovery ran.
+    ran: bool,
+    /// The newest commit failed its checksums; the previous one was used.
+    fell_back: bool,
+}
+
+/// Checks the meta table and the tables, applies the journal's pending
+/// records as the next open would, and checks every resulting entry.
+fn check_records(
+    db: &Database,
     path: &Path,
-    (started, deadline): (Instant, Instant),
-    sync: &mut ChangeRing,
-    state: FileState,
+    snapshot: Option<&crate::store::redb::journal::Snapshot>,
+    journal: &Journal,
     report: &mut Report,
 ) -> Result<()> {
-    let read_already = state == FileState::ReadAlready;
-    let source = lease::open_with_retry(path, deadline, started, sync, || {
-        let file = File::open(path).map_err(StorageError::from)?;
-        match file.try_lock_shared() {
-            Ok(()) => Ok(file),
-            Err(TryLockError::WouldBlock) => Err(DatabaseError::DatabaseAlreadyOpen),
-            Err(TryLockError::Error(error)) => Err(StorageError::from(error).into()),
-        }
-    })?
-    .at(path)?;
-    let copy = match TemporaryCopy::of(path) {
-        Ok(copy) => copy,
-        Err(error) if read_already => {
-            report.notes.push(format!(
-                "page checksums not checked: no room for a copy ({error})"
-            ));
-            return Ok(());
-        }
-        Err(error) => return Err(error),
-    };
-    // The journal is read under the same lock, so that it matches the copy
-    // (a writer taking over afterwards starts a journal of its own).
-    let journal = Journal::new(path);
-    let snapshot = if read_already {
-        None
-    } else {
-        journal
-            .snapshot()
-            .map_err(|e| StoreError::io(journal.path(), e))?
-    };
-    drop(source); // releases the lock
-    let opened = catch(|| Database::open(&copy.0));
-    let mut db = match opened {
-        Ok(Ok(db)) => db,
-        Ok(Err(error)) if read_already => {
-            report.problem(format!("the database engine cannot open a copy: {error}"));
-            return Ok(());
-        }
-        Ok(Err(error)) => {
-            return Err(StoreError::corrupt(
-                path,
-                format!("crash recovery fails: {error}"),
-            ));
-        }
-        Err(_) => return Err(engine_failure(path)),
-    };
-    if state == FileState::NeedsRecovery {
-        report.notes.push(
-            "the file was not closed cleanly (a process was killed); the crash recovery \
-             that the next write runs succeeds (checked on a copy)"
-                .into(),
-        );
-    }
-    if !read_already {
-        let pending = |store_id: &[u8], seq| {
-            Ok(snapshot
-                .as_ref()
-                .map_or_else(Vec::new, |journal| journal.pending(store_id, seq)))
-        };
-        let replayed = catch(|| replay::replay_journal(&db, path, pending, |_| {}))
-            .unwrap_or_else(|_| Err(engine_failure(path)))?;
-        if replayed.records > 0 {
-            report.notes.push(format!(
-                "{} change(s) are only in the journal (their writer ended without \
-                 committing them to the file, e.g. it was killed); the next open applies \
-                 them (checked on a copy)",
-                replayed.records
-            ));
-        }
-    }
-    let damage = match catch(|| db.check_integrity()) {
-        Ok(Ok(true)) => None,
-        Ok(Ok(false)) => Some("some pages fail their checksums: the file is damaged".into()),
-        Ok(Err(error)) => Some(format!("the integrity check fails: {error}")),
-        Err(_) => Some("the integrity check fails: the database engine failed".into()),
-    };
-    if let Some(problem) = damage {
-        report.problem(problem);
-    }
-    if read_already {
-        return Ok(());
-    }
-    catch(|| read_everything(&db, path, report)).unwrap_or_else(|_| Err(engine_failure(path)))
-}
-
-/// What the read-only open found.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum FileState {
-    /// Clean and complete: read through the read-only handle.
-    ReadAlready,
-    /// Clean, but the journal holds changes it lacks.
-    CleanWithJournal,
-    /// Left by a killed writer: readable only after crash recovery.
-    NeedsRecovery,
-}
-
-/// A panic inside redb means damage it did not report as an error.
-fn engine_failure(path: &Path) -> StoreError {
-    StoreError::corrupt(path, "the database engine failed while reading the file")
-}
-
-/// A copy of a store file in the temporary directory, deleted when dropped.
-struct TemporaryCopy(PathBuf);
-
-impl TemporaryCopy {
-    fn of(path: &Path) -> Result<TemporaryCopy> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let copy = std::env::temp_dir().join(format!(
-            "membolt-doctor-{}-{nanos}.redb",
-            std::process::id()
-        ));
-        let copy = TemporaryCopy(copy);
-        fs::copy(path, &copy.0).map_err(|e| StoreError::io(&copy.0, e))?;
-        Ok(copy)
-    }
-}
-
-impl Drop for TemporaryCopy {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
-    }
-}
-
-fn read_everything(db: &impl ReadableDatabase, path: &Path, report: &mut Report) -> Result<()> {
     let rtx = db.begin_read().at(path)?;
-    read_meta(&rtx, path)?;
+    let meta = read_meta(&rtx, path)?;
     for table in rtx.list_tables().at(path)? {
         if !TABLE_NAMES.contains(&table.name()) {
             report
@@ -258,26 +189,97 @@ fn read_everything(db: &impl ReadableDatabase, path: &Path, report: &mut Report)
                 .push(format!("an extra table {:?} (not membolt's)", table.name()));
         }
     }
-    let entries = rtx.open_table(ENTRIES).at(path)?;
-    let mut keys = BTreeSet::new();
-    let mut referenced = BTreeSet::new();
-    for item in entries.iter().at(path)? {
-        let (key, bytes) = item.at(path)?;
+    let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
+    let table = rtx.open_table(ENTRIES).at(path)?;
+    let count = table.len().at(path)?;
+    let mut interner = Interner::default();
+    let mut read = 0u64;
+    for item in table.iter().at(path)? {
+        let (key, bytes) = match item {
+            Ok(item) => item,
+            Err(error) => {
+                report.problem(format!("the records cannot all be read: {error}"));
+                break;
+            }
+        };
+        read += 1;
         let key = key.value();
-        match Entry::decode(key, bytes.value()) {
-            Ok(entry) => check_entry(&entry, report, &mut referenced),
+        match Entry::decode_with(key, bytes.value(), &mut interner, meta.accept()) {
+            Ok(entry) => {
+                entries.insert(key.to_string(), entry);
+            }
             Err(error) => report.problem(format!("entry {key:?} is damaged: {error}")),
         }
-        keys.insert(key.to_string());
     }
-    report.entries = keys.len();
-    let dangling = referenced.difference(&keys).count();
+    if read != count {
+        report.problem(format!(
+            "the file says it holds {count} records, but {read} could be read"
+        ));
+    }
+    let pending = snapshot.map(|snapshot| snapshot.pending(&meta.store_id, meta.journal_seq));
+    if let Some(pending) = pending {
+        if pending.stranded > 0 {
+            report.problem(format!(
+                "{} acknowledged change(s) in the journal follow a damaged record and cannot \
+                 be replayed (they would be lost)",
+                pending.stranded
+            ));
+        }
+        if pending.short {
+            report.problem(format!(
+                "the journal is shorter than membolt makes it ({}): acknowledged changes it \
+                 held may be lost",
+                journal.path().display()
+            ));
+        }
+        if !pending.records.is_empty() {
+            report.notes.push(format!(
+                "{} change(s) are only in the journal (their writer ended without committing \
+                 them to the file, e.g. it was killed); the next open applies them (checked in \
+                 memory)",
+                pending.records.len()
+            ));
+        }
+        for record in &pending.records {
+            for (key, value) in &record.changes {
+                match value {
+                    Some(bytes) => {
+                        match Entry::decode_with(key, bytes, &mut interner, Accept::Legacy) {
+                            Ok(entry) => {
+                                entries.insert(key.clone(), entry);
+                            }
+                            Err(error) => report.problem(format!(
+                                "entry {key:?} in the journal is damaged: {error}"
+                            )),
+                        }
+                    }
+                    None => {
+                        entries.remove(key);
+                    }
+                }
+            }
+        }
+    }
+    let mut referenced = BTreeSet::new();
+    for entry in entries.values() {
+        check_entry(entry, report, &mut referenced);
+    }
+    report.entries = entries.len();
+    let dangling = referenced
+        .iter()
+        .filter(|key| !entries.contains_key(*key))
+        .count();
     if dangling > 0 {
         report.notes.push(format!(
             "{dangling} referenced keys do not exist (deleted parents; rendering skips them)"
         ));
     }
     Ok(())
+}
+
+/// A panic inside redb means damage it did not report as an error.
+fn engine_failure(path: &Path) -> StoreError {
+    StoreError::corrupt(path, "the database engine failed while reading the file")
 }
 
 fn check_entry(entry: &Entry, report: &mut Report, referenced: &mut BTreeSet<String>) {

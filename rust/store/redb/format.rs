@@ -12,7 +12,7 @@ use std::path::Path;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 
-use crate::entry::{DecodeError, Entry};
+use crate::entry::{Accept, DecodeError, Entry, Interner};
 use crate::error::{AtStore, Result, StoreError};
 use crate::random::random_u64;
 
@@ -25,11 +25,19 @@ pub(crate) const CLOCK: &str = "clock";
 /// Every table a membolt store has.
 pub(crate) const TABLE_NAMES: [&str; 2] = ["entries", "meta"];
 
-/// The schema this version writes and the newest it reads. 2: changes may
-/// live in the `.journal` until replayed (a version that does not know the
-/// journal must not read or write such a file). Schema 1 files are read as
-/// they are and marked 2 by the first write lease.
-pub const SCHEMA_VERSION: u64 = 2;
+/// The schema this version writes and the newest it reads.
+/// * 2: changes may live in the `.journal` until replayed (a version that
+///   does not know the journal must not read or write such a file);
+/// * 3: every record carries its checksum (entry format 2).
+///
+/// Files of schema 1 and 2 are read as they are (their records have no
+/// checksum to check) and upgraded by their first write lease: every
+/// record rewritten with its checksum, in one durable commit, under a new
+/// store id (so that every process's mirror reloads). From schema 3 on, a
+/// record without a checksum is damage.
+pub const SCHEMA_VERSION: u64 = 3;
+/// The first schema whose records all carry checksums.
+const CHECKSUMMED_SCHEMA: u64 = 3;
 const FORMAT_MARKER: &[u8] = b"membolt";
 
 /// Writes the meta table of a brand-new store.
@@ -37,19 +45,24 @@ pub(crate) fn initialise(db: &Database, path: &Path) -> Result<()> {
     let wtx = db.begin_write().at(path)?;
     {
         let mut meta = wtx.open_table(META).at(path)?;
-        let mut store_id = Vec::with_capacity(16);
-        store_id.extend_from_slice(&random_u64().to_le_bytes());
-        store_id.extend_from_slice(&random_u64().to_le_bytes());
         for (name, value) in [
             ("format", FORMAT_MARKER.to_vec()),
             ("schema", SCHEMA_VERSION.to_le_bytes().to_vec()),
-            ("store_id", store_id),
+            ("store_id", new_store_id()),
         ] {
             meta.insert(name, value.as_slice()).at(path)?;
         }
         wtx.open_table(ENTRIES).at(path)?;
     }
     wtx.commit().at(path)
+}
+
+/// A fresh random store id.
+fn new_store_id() -> Vec<u8> {
+    let mut store_id = Vec::with_capacity(16);
+    store_id.extend_from_slice(&random_u64().to_le_bytes());
+    store_id.extend_from_slice(&random_u64().to_le_bytes());
+    store_id
 }
 
 /// The meta fields of a store.
@@ -60,6 +73,17 @@ pub(crate) struct Meta {
     /// The newest change redb holds (see journal.rs).
     pub journal_seq: u64,
     pub schema: u64,
+}
+
+impl Meta {
+    /// The record formats this file may hold.
+    pub fn accept(&self) -> Accept {
+        if self.schema >= CHECKSUMMED_SCHEMA {
+            Accept::Checksummed
+        } else {
+            Accept::Legacy
+        }
+    }
 }
 
 fn read_u64(
@@ -125,28 +149,53 @@ pub(crate) fn read_meta(rtx: &redb::ReadTransaction, path: &Path) -> Result<Meta
     })
 }
 
-/// Before this version's first change to a file of an older schema: marks
-/// it with [`SCHEMA_VERSION`], durably, so that older versions refuse it
-/// from now on (they would ignore its journal).
-pub(crate) fn mark_current_schema(db: &Database, path: &Path) -> Result<()> {
-    let schema = {
+/// Before this version's first change to a file of an older schema: every
+/// record is rewritten with its checksum, the file marked [`SCHEMA_VERSION`]
+/// (so that older versions refuse it from now on: they would ignore its
+/// journal) and given a new store id, all in one durable commit. Returns
+/// whether the file was upgraded.
+pub(crate) fn upgrade(db: &Database, path: &Path) -> Result<bool> {
+    let meta = {
         let rtx = db.begin_read().at(path)?;
-        read_meta(&rtx, path)?.schema
+        read_meta(&rtx, path)?
     };
-    if schema >= SCHEMA_VERSION {
-        return Ok(());
+    if meta.schema >= SCHEMA_VERSION {
+        return Ok(false);
     }
     let wtx = db.begin_write().at(path)?;
-    wtx.open_table(META)
-        .at(path)?
-        .insert("schema", SCHEMA_VERSION.to_le_bytes().as_slice())
-        .at(path)?;
-    wtx.commit().at(path)
+    {
+        let mut entries = wtx.open_table(ENTRIES).at(path)?;
+        let mut interner = Interner::default();
+        let mut rewritten = Vec::new();
+        for item in entries.iter().at(path)? {
+            let (key, bytes) = item.at(path)?;
+            let key = key.value();
+            let entry = Entry::decode_with(key, bytes.value(), &mut interner, meta.accept())
+                .map_err(|e| damaged_entry(key, &e, path))?;
+            rewritten.push(entry);
+        }
+        for entry in rewritten {
+            entries
+                .insert(&*entry.key, entry.encode().as_slice())
+                .at(path)?;
+        }
+        let mut meta_table = wtx.open_table(META).at(path)?;
+        meta_table
+            .insert("schema", SCHEMA_VERSION.to_le_bytes().as_slice())
+            .at(path)?;
+        meta_table
+            .insert("store_id", new_store_id().as_slice())
+            .at(path)?;
+    }
+    wtx.commit().at(path)?;
+    Ok(true)
 }
 
-/// Decodes the record stored under `key`.
-pub(crate) fn decode_entry(key: &str, bytes: &[u8], path: &Path) -> Result<Entry> {
-    Entry::decode(key, bytes).map_err(|e| damaged_entry(key, &e, path))
+/// Decodes the record stored under `key` in a file whose records are of
+/// the formats `accept` allows.
+pub(crate) fn decode_entry(key: &str, bytes: &[u8], accept: Accept, path: &Path) -> Result<Entry> {
+    Entry::decode_with(key, bytes, &mut Interner::default(), accept)
+        .map_err(|e| damaged_entry(key, &e, path))
 }
 
 pub(crate) fn damaged_entry(key: &str, error: &DecodeError, path: &Path) -> StoreError {

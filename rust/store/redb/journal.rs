@@ -161,19 +161,28 @@ impl Journal {
         Ok(())
     }
 
+    /// Creates the journal zero-filled beside its place and renames it in,
+    /// so that no reader sees a journal of the wrong size; the file beside
+    /// is removed again if that fails (a full disk, say).
     fn create(&self) -> io::Result<()> {
         let mut name = self.path.as_os_str().to_owned();
         name.push(".new");
         let fresh = PathBuf::from(name);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&fresh)?;
-        file.write_all_at(&vec![0u8; JOURNAL_BYTES], 0)?;
-        file.sync_all()?;
-        std::fs::rename(&fresh, &self.path)?;
+        let made = (|| {
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&fresh)?;
+            file.write_all_at(&vec![0u8; JOURNAL_BYTES], 0)?;
+            file.sync_all()?;
+            std::fs::rename(&fresh, &self.path)
+        })();
+        if let Err(error) = made {
+            let _ = std::fs::remove_file(&fresh);
+            return Err(error);
+        }
         if let Some(dir) = self.path.parent() {
             File::open(dir)?.sync_all()?;
         }
@@ -270,16 +279,39 @@ impl Journal {
         write_at(&mut self.file, &mut self.direct, &self.path, bytes, offset)
     }
 
-    /// Whether a record follows redb's durable `journal_seq` (usually one
-    /// block read: the first record, already in redb).
-    pub(crate) fn has_pending(&self, store_id: &[u8], durable_seq: u64) -> io::Result<bool> {
-        Ok(!self.read(store_id, durable_seq, true)?.is_empty())
-    }
-
     /// The records that follow redb's durable `journal_seq` (see the module
-    /// docs), oldest first. A missing journal has none.
-    pub(crate) fn pending(&self, store_id: &[u8], durable_seq: u64) -> io::Result<Vec<Record>> {
-        self.read(store_id, durable_seq, false)
+    /// docs), oldest first, and any sign that acknowledged changes are
+    /// missing from them. A missing journal has none.
+    pub(crate) fn pending(&self, store_id: &[u8], durable_seq: u64) -> io::Result<Pending> {
+        let Some(file) = self.open_for_reading()? else {
+            return Ok(Pending::default());
+        };
+        let file_len = file.metadata()?.len();
+        let short = file_len < JOURNAL_BYTES as u64;
+        // The common case costs one block: a valid first record that redb
+        // already holds. Records follow one another from offset 0 and a
+        // durable commit mid-lease starts them at 0 again, so then every
+        // record of the file is in redb and none can be stranded.
+        let mut head = vec![0u8; BLOCK];
+        let read = read_up_to(&file, &mut head, 0)?;
+        head.truncate(read);
+        if let Some((seq, len)) = parse_any_header(&head, store_id)
+            && seq <= durable_seq
+            && HEADER + len <= BLOCK
+            && decode_one(&head, store_id, seq).is_some()
+        {
+            return Ok(Pending {
+                short,
+                ..Pending::default()
+            });
+        }
+        let mut bytes = vec![0u8; JOURNAL_BYTES];
+        let read = read_up_to(&file, &mut bytes, 0)?;
+        bytes.truncate(read);
+        Ok(Pending {
+            short,
+            ..scan(&bytes, store_id, durable_seq)
+        })
     }
 
     /// The whole journal as it is now, to read records from later (`None`:
@@ -315,31 +347,6 @@ impl Journal {
         }
         Ok(Some(file))
     }
-
-    fn read(&self, store_id: &[u8], durable_seq: u64, first_only: bool) -> io::Result<Vec<Record>> {
-        let Some(file) = self.open_for_reading()? else {
-            return Ok(Vec::new());
-        };
-        let mut head = vec![0u8; BLOCK];
-        let read = read_up_to(&file, &mut head, 0)?;
-        head.truncate(read);
-        let Some(payload_len) = parse_header(&head, store_id, durable_seq.wrapping_add(1)) else {
-            return Ok(Vec::new()); // the common case: the first record is in redb
-        };
-        let len = if first_only {
-            (HEADER + payload_len).min(JOURNAL_BYTES)
-        } else {
-            JOURNAL_BYTES
-        };
-        let mut bytes = vec![0u8; len];
-        let read = read_up_to(&file, &mut bytes, 0)?;
-        bytes.truncate(read);
-        let mut records = decode_all(&bytes, store_id, durable_seq);
-        if first_only {
-            records.truncate(1);
-        }
-        Ok(records)
-    }
 }
 
 /// A copy of a journal's bytes ([`Journal::snapshot`]).
@@ -347,8 +354,50 @@ pub(crate) struct Snapshot(Vec<u8>);
 
 impl Snapshot {
     /// The records that follow `durable_seq`, as [`Journal::pending`].
-    pub(crate) fn pending(&self, store_id: &[u8], durable_seq: u64) -> Vec<Record> {
-        decode_all(&self.0, store_id, durable_seq)
+    pub(crate) fn pending(&self, store_id: &[u8], durable_seq: u64) -> Pending {
+        Pending {
+            short: self.0.len() < JOURNAL_BYTES,
+            ..scan(&self.0, store_id, durable_seq)
+        }
+    }
+}
+
+/// What a journal holds beyond redb's durable `journal_seq`.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    /// The records to replay, oldest first.
+    pub records: Vec<Record>,
+    /// Valid records of this store numbered after the last one of
+    /// `records` that cannot be replayed, because a damaged record comes
+    /// before them: acknowledged changes that would be lost.
+    pub stranded: usize,
+    /// The file is shorter than a journal is made, so records may have
+    /// been cut away.
+    pub short: bool,
+}
+
+/// Every replayable record after `durable_seq`, and the valid records of
+/// this store numbered past them (see [`Pending::stranded`]).
+fn scan(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> Pending {
+    let (records, end) = decode_all(bytes, store_id, durable_seq);
+    let last = records.last().map_or(durable_seq, |record| record.seq);
+    let mut stranded = 0;
+    let mut at = end;
+    while at < bytes.len() {
+        match parse_any_header(&bytes[at..], store_id) {
+            Some((seq, len)) if decode_one(&bytes[at..], store_id, seq).is_some() => {
+                if seq > last {
+                    stranded += 1;
+                }
+                at += (HEADER + len).next_multiple_of(BLOCK);
+            }
+            _ => at += BLOCK,
+        }
+    }
+    Pending {
+        records,
+        stranded,
+        short: false,
     }
 }
 
@@ -498,8 +547,9 @@ fn parse_header(bytes: &[u8], store_id: &[u8], seq: u64) -> Option<usize> {
     Some(u32::from_le_bytes(head[40..44].try_into().ok()?) as usize)
 }
 
-/// Every record continuing the sequence after `durable_seq` (module docs).
-fn decode_all(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> Vec<Record> {
+/// Every record continuing the sequence after `durable_seq` (module docs),
+/// and the offset where the sequence ends.
+fn decode_all(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> (Vec<Record>, usize) {
     let mut records = Vec::new();
     let mut at = 0;
     let mut seq = durable_seq;
@@ -510,7 +560,21 @@ fn decode_all(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> Vec<Record> {
         seq = record.0.seq;
         records.push(record.0);
     }
-    records
+    (records, at.min(bytes.len()))
+}
+
+/// The seq and payload length of a record header of this store at the
+/// start of `bytes`, whatever its seq.
+fn parse_any_header(bytes: &[u8], store_id: &[u8]) -> Option<(u64, usize)> {
+    let head = bytes.get(..HEADER)?;
+    if &head[..8] != MAGIC || head[16..32] != id16(store_id) {
+        return None;
+    }
+    let seq = u64::from_le_bytes(head[8..16].try_into().ok()?);
+    Some((
+        seq,
+        u32::from_le_bytes(head[40..44].try_into().ok()?) as usize,
+    ))
 }
 
 fn decode_one(bytes: &[u8], store_id: &[u8], seq: u64) -> Option<(Record, usize)> {
@@ -606,7 +670,7 @@ mod tests {
                 .append(13, &ID, 7, &[change("ключ", Some(b""))])
                 .unwrap()
         );
-        let all = journal.pending(&ID, 10).unwrap();
+        let all = journal.pending(&ID, 10).unwrap().records;
         assert_eq!(all.iter().map(|r| r.seq).collect::<Vec<_>>(), [11, 12, 13]);
         assert_eq!(all[1].changes[0], ("b".to_string(), Some(big)));
         assert_eq!(all[1].changes[1], ("a".to_string(), None));
@@ -617,15 +681,19 @@ mod tests {
     #[test]
     fn nothing_is_pending_once_redb_holds_the_first_record() {
         let (_dir, journal) = journal_with([11, 12]);
-        assert!(journal.pending(&ID, 12).unwrap().is_empty());
-        assert!(journal.pending(&ID, 11).unwrap().is_empty()); // 12 is not at offset 0
-        assert!(journal.pending(&ID, 9).unwrap().is_empty()); // a gap: not this sequence
+        assert!(journal.pending(&ID, 12).unwrap().records.is_empty());
+        let after_11 = journal.pending(&ID, 11).unwrap();
+        // 12 is not at offset 0, so redb's 11 means the lease committed.
+        assert!(after_11.records.is_empty());
+        assert_eq!(after_11.stranded, 0);
     }
 
     #[test]
     fn another_stores_journal_is_never_replayed() {
         let (_dir, journal) = journal_with([1]);
-        assert!(journal.pending(b"another store id", 0).unwrap().is_empty());
+        let other = journal.pending(b"another store id", 0).unwrap();
+        assert!(other.records.is_empty());
+        assert_eq!(other.stranded, 0);
     }
 
     #[test]
@@ -643,6 +711,7 @@ mod tests {
         let seqs: Vec<u64> = journal
             .pending(&ID, 4)
             .unwrap()
+            .records
             .iter()
             .map(|r| r.seq)
             .collect();
@@ -654,6 +723,7 @@ mod tests {
         let seqs: Vec<u64> = journal
             .pending(&ID, 4)
             .unwrap()
+            .records
             .iter()
             .map(|r| r.seq)
             .collect();
@@ -673,11 +743,11 @@ mod tests {
                 .append(2, &ID, 0, &[change("b", Some(b"1"))])
                 .is_err()
         );
-        assert_eq!(journal.pending(&ID, 0).unwrap().len(), 1);
+        assert_eq!(journal.pending(&ID, 0).unwrap().records.len(), 1);
         journal
             .append(2, &ID, 0, &[change("c", Some(b"1"))])
             .unwrap();
-        let pending = journal.pending(&ID, 0).unwrap();
+        let pending = journal.pending(&ID, 0).unwrap().records;
         assert_eq!(pending.len(), 2);
         assert_eq!(pending[1].changes[0].0, "c");
     }
@@ -707,18 +777,61 @@ mod tests {
                 .append(seq + 2, &ID, 0, &[change("k", Some(b"v"))])
                 .unwrap()
         );
-        assert_eq!(journal.pending(&ID, seq + 1).unwrap().len(), 1);
+        assert_eq!(journal.pending(&ID, seq + 1).unwrap().records.len(), 1);
     }
 
     #[test]
     fn a_missing_journal_has_nothing_pending_and_a_short_one_is_recreated() {
         let (_dir, mut journal) = journal();
-        assert!(journal.pending(&ID, 0).unwrap().is_empty());
+        assert!(journal.pending(&ID, 0).unwrap().records.is_empty());
         std::fs::write(journal.path(), b"short").unwrap();
+        assert!(journal.pending(&ID, 0).unwrap().short);
         assert!(journal.begin_lease());
         assert_eq!(
             std::fs::metadata(journal.path()).unwrap().len(),
             JOURNAL_BYTES as u64
         );
+    }
+
+    /// A damaged record with valid records of the lease after it: those are
+    /// acknowledged changes no replay reaches, and they are counted.
+    #[test]
+    fn records_past_a_damaged_one_are_counted_as_stranded() {
+        for damaged_block in [0, 1] {
+            let (_dir, journal) = journal_with(1..=4);
+            let file = OpenOptions::new().write(true).open(journal.path()).unwrap();
+            file.write_all_at(b"X", (damaged_block * BLOCK + HEADER + 2) as u64)
+                .unwrap();
+            let pending = journal.pending(&ID, 0).unwrap();
+            assert_eq!(pending.records.len(), damaged_block);
+            assert_eq!(pending.stranded, 3 - damaged_block, "block {damaged_block}");
+        }
+        // A gap between redb and the journal strands every record after it.
+        let (_dir, journal) = journal_with([11, 12]);
+        let gap = journal.pending(&ID, 9).unwrap();
+        assert!(gap.records.is_empty());
+        assert_eq!(gap.stranded, 2);
+    }
+
+    /// A flipped bit in the seq of a first record that redb lacks is not
+    /// taken for a record redb holds.
+    #[test]
+    fn a_first_record_with_a_damaged_seq_is_not_taken_for_a_committed_one() {
+        let (_dir, journal) = journal_with(5..=6);
+        let file = OpenOptions::new().write(true).open(journal.path()).unwrap();
+        file.write_all_at(&2u64.to_le_bytes(), 8).unwrap(); // seq 5 -> 2
+        let pending = journal.pending(&ID, 4).unwrap();
+        assert!(pending.records.is_empty());
+        assert_eq!(pending.stranded, 1);
+    }
+
+    #[test]
+    fn a_truncated_journal_is_reported_short() {
+        let (_dir, journal) = journal_with(1..=3);
+        let file = OpenOptions::new().write(true).open(journal.path()).unwrap();
+        file.set_len((2 * BLOCK) as u64).unwrap();
+        let pending = journal.pending(&ID, 0).unwrap();
+        assert!(pending.short);
+        assert_eq!(pending.records.len(), 2);
     }
 }

@@ -69,14 +69,37 @@ pub(crate) fn open_with_retry<T>(
     }
 }
 
-/// Opens `path` for writing (creating a database in an empty file).
+/// Opens `path` for writing (creating a database in an empty file). A file
+/// left by a killed writer needs redb's crash repair, which writes to it:
+/// with `Repair::Refuse` such a file is not opened (`Ok(None)`), so that the
+/// caller can check it first without writing (see `overlay.rs`).
 pub(crate) fn open_database(
     path: &Path,
     deadline: Instant,
     started: Instant,
     sync: &mut ChangeRing,
-) -> Result<Database> {
-    open_with_retry(path, deadline, started, sync, || Database::create(path))?.at(path)
+    repair: Repair,
+) -> Result<Option<Database>> {
+    let opened = open_with_retry(path, deadline, started, sync, || {
+        let mut builder = redb::Builder::new();
+        if repair == Repair::Refuse {
+            builder.set_repair_callback(redb::RepairSession::abort);
+        }
+        builder.create(path)
+    })?;
+    match opened {
+        Err(DatabaseError::RepairAborted) if repair == Repair::Refuse => Ok(None),
+        other => other.map(Some).at(path),
+    }
+}
+
+/// Whether [`open_database`] may run redb's crash repair on the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Repair {
+    /// The caller checked the file: repair it.
+    Allow,
+    /// Report that the file needs repair instead.
+    Refuse,
 }
 
 /// A little randomness so that processes retrying together spread out.

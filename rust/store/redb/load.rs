@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use redb::ReadableTable;
 
-use crate::entry::{DecodeError, Entry, Interner};
+use crate::entry::{Accept, DecodeError, Entry, Interner};
 use crate::error::{AtStore, Result, StoreError};
 use crate::parallel::PARALLEL_MIN_ENTRIES;
 use crate::store::redb::format::damaged_entry;
@@ -24,6 +24,7 @@ const LOAD_CHUNK_BYTES: usize = 256 << 10;
 /// buffers are recycled, so the copies touch no fresh memory.
 pub(crate) fn load_all(
     table: &impl ReadableTable<&'static str, &'static [u8]>,
+    accept: Accept,
     path: &Path,
 ) -> Result<Vec<Arc<Entry>>> {
     let count = table.len().at(path)?;
@@ -33,11 +34,11 @@ pub(crate) fn load_all(
         for item in table.iter().at(path)? {
             let (key, bytes) = item.at(path)?;
             let key = key.value();
-            let entry = Entry::decode_with(key, bytes.value(), &mut interner)
+            let entry = Entry::decode_with(key, bytes.value(), &mut interner, accept)
                 .map_err(|e| damaged_entry(key, &e, path))?;
             all.push(Arc::new(entry));
         }
-        return Ok(all);
+        return whole(all, count, path);
     }
     let (decoded, scanned) = std::thread::scope(|scope| {
         let (to_decoder, chunks) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(2);
@@ -46,7 +47,7 @@ pub(crate) fn load_all(
             let mut interner = Interner::default();
             let mut decoded = Vec::new();
             for (number, mut chunk) in chunks {
-                decoded.push((number, decode_chunk(&chunk, &mut interner)));
+                decoded.push((number, decode_chunk(&chunk, &mut interner, accept)));
                 chunk.clear();
                 let _ = recycle.send(chunk);
             }
@@ -67,7 +68,7 @@ pub(crate) fn load_all(
                     // reports below.
                     let _ = to_decoder.send((*number, full));
                 } else {
-                    mine.push((*number, decode_chunk(chunk, &mut interner)));
+                    mine.push((*number, decode_chunk(chunk, &mut interner, accept)));
                     chunk.clear();
                 }
                 *number += 1;
@@ -104,12 +105,20 @@ pub(crate) fn load_all(
             Err((key, error)) => return Err(damaged_entry(&key, &error, path)),
         }
     }
+    whole(all, count, path)
+}
+
+/// `all`, if it holds the `count` records the table says it has: a damaged
+/// branch page can hide records from a scan without an error, and a mirror
+/// without them would answer "no such entry" for saved keys.
+fn whole(all: Vec<Arc<Entry>>, count: u64, path: &Path) -> Result<Vec<Arc<Entry>>> {
     if all.len() as u64 != count {
-        // Every record is decoded exactly once; anything else is a bug here,
-        // reported rather than turned into a wrong mirror.
         return Err(StoreError::corrupt(
             path,
-            format!("read {} records of {count}", all.len()),
+            format!(
+                "read {} records of the {count} the file says it holds",
+                all.len()
+            ),
         ));
     }
     Ok(all)
@@ -120,6 +129,7 @@ pub(crate) fn load_all(
 fn decode_chunk(
     mut chunk: &[u8],
     interner: &mut Interner,
+    accept: Accept,
 ) -> std::result::Result<Vec<Arc<Entry>>, (String, DecodeError)> {
     let mut entries = Vec::with_capacity(chunk.len() / 200);
     while let Some((lengths, rest)) = chunk.split_first_chunk::<8>() {
@@ -130,8 +140,8 @@ fn decode_chunk(
         chunk = rest;
         // redb checked the key when it read it.
         let key = std::str::from_utf8(key).expect("redb keys are UTF-8");
-        let entry =
-            Entry::decode_with(key, value, interner).map_err(|error| (key.to_string(), error))?;
+        let entry = Entry::decode_with(key, value, interner, accept)
+            .map_err(|error| (key.to_string(), error))?;
         entries.push(Arc::new(entry));
     }
     Ok(entries)

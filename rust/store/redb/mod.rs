@@ -6,11 +6,13 @@
 //! format.rs            tables, meta fields, schema, initialisation
 //! load.rs              the bulk loader (a whole file into a mirror)
 //! journal.rs           the `.journal` file: one synchronous record per change
-//! replay.rs            applying journal records redb lacks
+//! replay.rs            the journal records redb lacks: checked, applied
 //! lease.rs             opening the file with retries, lease timings
 //! change_ring.rs       the `.sync` sidecar: which keys other processes changed
+//! overlay.rs           opening a file so that nothing is written to it
 //! path.rs              making a store path safe to use
 //! doctor.rs            `membolt doctor`: a read-only check of a file
+//! repair.rs            `membolt repair`: salvaging a damaged file into a new one
 //! ```
 //!
 //! # Reading
@@ -20,6 +22,13 @@
 //! (cheap, and it excludes writers while open) and the keys the ring says
 //! changed since are re-read: O(changes), not O(store). A process's first
 //! call loads the whole file (`load.rs`) into the mirror's key map only.
+//!
+//! A reader never writes a file of the store: a file left by a killed
+//! writer is recovered in memory (`overlay.rs`), and journal records redb
+//! lacks are applied to the mirror only; the next writer makes both
+//! durable. Every record read is checked against its checksum; a store
+//! found damaged is never written to again by this process (reads answer
+//! from the mirror as last verified), until the file is replaced.
 //!
 //! # Writing
 //! A write takes the write lease (replaying the journal if a previous
@@ -37,9 +46,12 @@ pub(crate) mod format;
 pub(crate) mod journal;
 pub(crate) mod lease;
 pub(crate) mod load;
+pub(crate) mod overlay;
 pub(crate) mod path;
+pub mod repair;
 pub(crate) mod replay;
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -53,10 +65,12 @@ use crate::store::rules::ChangeSet;
 
 use change_ring::{ChangeRing, Position};
 use format::{
-    CLOCK, ENTRIES, JOURNAL_SEQ, META, decode_entry, initialise, mark_current_schema, read_meta,
+    CLOCK, ENTRIES, JOURNAL_SEQ, META, Meta, decode_entry, initialise, read_meta, upgrade,
 };
 use journal::Journal;
+use lease::Repair;
 use load::load_all;
+use overlay::OverlayBackend;
 use path::{prepare_file, store_file_has_data};
 
 pub use format::SCHEMA_VERSION;
@@ -84,6 +98,17 @@ pub struct RedbMedium {
     journal_on: bool,
     /// The number of the newest change, known while the lease is held.
     journal_seq: u64,
+    /// Set when the file was found damaged: nothing is written to it any
+    /// more, and reads answer from the mirror as last verified.
+    damage: Option<Damage>,
+}
+
+/// Why a store is not written to, and which file that was.
+struct Damage {
+    message: String,
+    /// The inode of the file found damaged: a file put in its place (a
+    /// repaired copy) is a new start.
+    inode: Option<u64>,
 }
 
 struct Lease {
@@ -111,41 +136,78 @@ impl RedbMedium {
             journal: Journal::new(&path),
             journal_on: false,
             journal_seq: 0,
+            damage: None,
             path,
         }
     }
 
+    fn inode(&self) -> Option<u64> {
+        std::fs::metadata(&self.path).ok().map(|meta| meta.ino())
+    }
+
+    /// Remembers that the file is damaged (`error` says how).
+    fn mark_damaged(&mut self, error: &StoreError) {
+        if self.damage.is_none() {
+            self.damage = Some(Damage {
+                message: error.to_string(),
+                inode: self.inode(),
+            });
+        }
+    }
+
+    /// The damage found earlier, unless the file has been replaced since.
+    fn known_damage(&mut self) -> Option<StoreError> {
+        let inode = self.inode();
+        let damage = self.damage.as_ref()?;
+        if damage.inode != inode {
+            self.damage = None;
+            self.verified = false;
+            self.seen = None;
+            return None;
+        }
+        Some(StoreError::corrupt(
+            &self.path,
+            format!(
+                "found damaged earlier ({}), so this process does not write to it; run \
+                 `membolt doctor` and `membolt repair`",
+                damage.message
+            ),
+        ))
+    }
+
+    /// Reads the file through a read-only handle (a crashed file: through
+    /// an in-memory recovery), and applies the journal's pending records to
+    /// the mirror only. Writes nothing.
     fn read_file(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
         // Another process may be initialising the file right now: only a
         // handle (which waits for its lock) may look at the contents.
-        let mut db = open_read_only(&self.path, call, &mut self.ring)?;
-        if let ReadHandle::ReadOnly(_) = &db
-            && self.journal_pending(&db)?
-        {
-            // A lease that ended without committing: its changes live only
-            // in the journal until a write handle replays them.
-            drop(db);
-            db = ReadHandle::Repaired(lease::open_database(
-                &self.path,
-                call.deadline,
-                call.started,
-                &mut self.ring,
-            )?);
-        }
-        if let ReadHandle::Repaired(db) = &db {
-            // A crashed writer: its last changes may live only in the journal.
-            self.replay_journal(db)?;
-        }
+        let handle = open_read_only(&self.path, call, &mut self.ring)?;
+        let crashed = matches!(handle, ReadHandle::Recovered(_));
         if !self.verified {
             *mirror = None; // load the whole file, checking every record
         }
-        self.catch_up(mirror, &db)?;
+        let meta = self.catch_up(mirror, &handle)?;
+        let records = replay::pending_records(&self.journal, &meta, crashed)?;
+        if !records.is_empty() {
+            let mirror = mirror.as_mut().expect("caught up");
+            replay::replay_into_mirror(mirror, &records, self.journal.path())?;
+        } else if !crashed && self.seen.is_none() {
+            // An intact store without a usable change ring (a copied file,
+            // say): make one, so that later calls need not reload the whole
+            // store. The handle held excludes writers, so an empty ring is a
+            // true account of the changes to come. A crashed or damaged
+            // store is never written to by a reader, its ring included.
+            self.seen = self.ring.initialise();
+        }
         self.verified = true;
         Ok(())
     }
 
     /// Takes the write lease (if not held) and brings the mirror up to date.
     fn acquire(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
+        if let Some(damage) = self.known_damage() {
+            return Err(damage);
+        }
         if self.lease.is_some() && mirror.is_some() {
             return Ok(());
         }
@@ -161,7 +223,20 @@ impl RedbMedium {
             std::thread::sleep(pause.min(call.deadline.saturating_duration_since(Instant::now())));
         }
         prepare_file(&self.path)?;
-        let db = lease::open_database(&self.path, call.deadline, call.started, &mut self.ring)?;
+        let path = self.path.clone();
+        let open = |ring: &mut ChangeRing, repair| {
+            lease::open_database(&path, call.deadline, call.started, ring, repair)
+        };
+        let (db, crashed) = if let Some(db) = open(&mut self.ring, Repair::Refuse)? {
+            (db, false)
+        } else {
+            // A killed writer left the file: check it (and the journal)
+            // without writing first, then let redb repair it.
+            self.read_file(mirror, call)?;
+            let db = open(&mut self.ring, Repair::Allow)?
+                .expect("a repair that is allowed is not refused");
+            (db, true)
+        };
         let now = Instant::now();
         let mut lease = Lease {
             db,
@@ -170,7 +245,10 @@ impl RedbMedium {
             taken: now,
             last_used: now,
         };
-        if let Err(error) = self.adopt(mirror, &mut lease) {
+        if let Err(error) = self.adopt(mirror, &mut lease, crashed) {
+            if error.is_damage() {
+                self.mark_damaged(&error);
+            }
             drop(lease);
             return Err(error);
         }
@@ -178,8 +256,15 @@ impl RedbMedium {
         Ok(())
     }
 
-    /// With the lock just taken: initialise a new file, or catch up.
-    fn adopt(&mut self, mirror: &mut Option<Mirror>, lease: &mut Lease) -> Result<()> {
+    /// With the lock just taken: initialise a new file, or replay what the
+    /// journal holds (`crashed`: the file was left by a killed writer),
+    /// upgrade an older schema, and catch up.
+    fn adopt(
+        &mut self,
+        mirror: &mut Option<Mirror>,
+        lease: &mut Lease,
+        crashed: bool,
+    ) -> Result<()> {
         let path = &self.path;
         let is_new = {
             let rtx = lease.db.begin_read().at(path)?;
@@ -194,52 +279,37 @@ impl RedbMedium {
         self.ring.initialise();
         // Replay before `begin_lease`, which recreates a journal of the
         // wrong size (another version's, or a damaged one) from scratch.
-        self.journal_seq = self.replay_journal(&lease.db)?;
-        mark_current_schema(&lease.db, &self.path)?;
+        self.journal_seq = self.replay_journal(&lease.db, crashed)?;
+        if upgrade(&lease.db, &self.path)? {
+            *mirror = None; // a new store id: every record was rewritten
+        }
         self.journal_on = self.journal.begin_lease();
-        self.catch_up(mirror, &lease.db)
-    }
-
-    /// Whether the journal holds changes the file does not (see journal.rs).
-    fn journal_pending(&self, db: &impl BeginRead) -> Result<bool> {
-        let rtx = db.read_txn().at(&self.path)?;
-        replay::journal_has_changes(&rtx, &self.journal, &self.path)
+        self.catch_up(mirror, &lease.db).map(drop)
     }
 
     /// With a write handle just opened: re-applies the journaled changes
     /// redb lacks (a crash, or a lease that ended without committing),
     /// announcing their keys to every mirror. Returns redb's `journal_seq`
     /// afterwards.
-    fn replay_journal(&mut self, db: &Database) -> Result<u64> {
+    fn replay_journal(&mut self, db: &Database, crashed: bool) -> Result<u64> {
         let (journal, ring) = (&self.journal, &mut self.ring);
-        let pending = |store_id: &[u8], seq| {
-            journal
-                .pending(store_id, seq)
-                .map_err(|e| StoreError::io(journal.path(), e))
-        };
-        let replayed = replay::replay_journal(db, &self.path, pending, |keys| {
+        let pending = |meta: &Meta| replay::pending_records(journal, meta, crashed);
+        replay::replay_into_file(db, &self.path, pending, |keys| {
             if let Some(now) = ring.position() {
                 ring.append(now, keys.iter().copied());
             }
-        })?;
-        Ok(replayed.seq)
+        })
     }
 
     /// Brings the mirror up to the file's state, with a redb handle held (so
     /// no writer runs): re-reads the keys the ring says changed since the
     /// mirror's position, or rebuilds the mirror when it cannot tell (no
     /// mirror yet, another file, a new or overrun ring).
-    fn catch_up(&mut self, mirror: &mut Option<Mirror>, db: &impl BeginRead) -> Result<()> {
+    fn catch_up(&mut self, mirror: &mut Option<Mirror>, db: &impl BeginRead) -> Result<Meta> {
         let path = &self.path;
         let rtx = db.read_txn().at(path)?;
-        // First whether this is a store at all: a foreign file gets no ring.
         let meta = read_meta(&rtx, path)?;
-        // A ring that is missing or unreadable is (re)initialised here: the
-        // handle held excludes writers, so an empty ring is a true account
-        // of the changes to come. Without this, a reader of a store whose
-        // ring was lost would reload the whole store on every call until a
-        // writer came along.
-        let now = self.ring.position().or_else(|| self.ring.initialise());
+        let now = self.ring.position();
         let entries = rtx.open_table(ENTRIES).at(path)?;
         let changed = match (mirror.as_ref(), self.seen, now) {
             (Some(mirror), Some(seen), Some(now)) if mirror.store_id == meta.store_id => {
@@ -251,11 +321,8 @@ impl RedbMedium {
             for key in keys {
                 match entries.get(key.as_str()).at(path)? {
                     Some(bytes) => {
-                        mirror.insert(std::sync::Arc::new(decode_entry(
-                            &key,
-                            bytes.value(),
-                            path,
-                        )?));
+                        let entry = decode_entry(&key, bytes.value(), meta.accept(), path)?;
+                        mirror.insert(std::sync::Arc::new(entry));
                     }
                     None => {
                         mirror.remove(&key);
@@ -264,11 +331,11 @@ impl RedbMedium {
             }
             mirror.clock = mirror.clock.max(meta.clock);
         } else {
-            let all = load_all(&entries, path)?;
-            *mirror = Some(Mirror::from_entries(all, meta.store_id, meta.clock));
+            let all = load_all(&entries, meta.accept(), path)?;
+            *mirror = Some(Mirror::from_entries(all, meta.store_id.clone(), meta.clock));
         }
         self.seen = now;
-        Ok(())
+        Ok(meta)
     }
 
     /// The work of [`Medium::write`]: returns the ring's position after the
@@ -341,7 +408,7 @@ impl RedbMedium {
         };
         lease.wtx = None;
         lease.uncommitted = false;
-        if let Ok(seq) = self.replay_journal(&lease.db) {
+        if let Ok(seq) = self.replay_journal(&lease.db, false) {
             self.journal_seq = seq;
             self.journal.restart();
             self.lease = Some(lease);
@@ -359,6 +426,14 @@ impl Medium for RedbMedium {
     /// Makes the mirror match the file, opening it read-only if the ring's
     /// position moved (or was never seen).
     fn refresh(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
+        if let Some(damage) = self.known_damage() {
+            // What verified before the damage was found is still true.
+            return if mirror.is_some() {
+                Ok(())
+            } else {
+                Err(damage)
+            };
+        }
         if self.lease.is_some() && mirror.is_some() {
             return Ok(()); // nobody else can commit while we hold the lock
         }
@@ -372,17 +447,14 @@ impl Medium for RedbMedium {
             self.seen = None;
             return Ok(());
         }
-        match self.read_file(mirror, call) {
-            Err(error @ (StoreError::Corrupt { .. } | StoreError::NewerSchema { .. }))
-                if !self.verified =>
-            {
-                // Not a store this version can use: leave no ring of ours
-                // next to it.
-                self.ring.remove_if_unused();
-                Err(error)
-            }
-            outcome => outcome,
+        let outcome = self.read_file(mirror, call);
+        if let Err(error) = &outcome
+            && error.is_damage()
+        {
+            self.mark_damaged(error);
+            *mirror = None;
         }
+        outcome
     }
 
     fn begin_write(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
@@ -453,17 +525,26 @@ impl Medium for RedbMedium {
 
     fn release(&mut self) {
         if let Some(mut lease) = self.lease.take() {
-            if let Some(wtx) = lease.wtx.take()
-                && lease.uncommitted
-            {
-                // Non-durable: the close makes it durable. Should either
-                // fail, the next holder replays the journal instead.
-                let seq = self.journal_seq;
-                let _ = catch(|| finish_lease(wtx, seq));
+            let seq = self.journal_seq;
+            // A panic of the engine here (a damaged file) must not escape:
+            // every change is already durable (in redb or in the journal),
+            // and the next open repairs or replays.
+            let ended = catch(move || {
+                if let Some(wtx) = lease.wtx.take()
+                    && lease.uncommitted
+                {
+                    // Non-durable: the close makes it durable. Should either
+                    // fail, the next holder replays the journal instead.
+                    let _ = finish_lease(wtx, seq);
+                }
+                lease.db.close()
+            });
+            if ended.is_err() {
+                self.mark_damaged(&StoreError::corrupt(
+                    &self.path,
+                    "the database engine failed while closing it",
+                ));
             }
-            // A failed close leaves the file for the next open to repair;
-            // every change is already durable (in redb or in the journal).
-            let _ = lease.db.close();
         }
     }
 
@@ -477,6 +558,10 @@ impl Medium for RedbMedium {
     fn distrust(&mut self) {
         self.seen = None;
         self.verified = false;
+        self.mark_damaged(&StoreError::corrupt(
+            &self.path,
+            "the database engine failed while reading it",
+        ));
         self.release();
     }
 }
@@ -554,8 +639,8 @@ fn finish_lease(mut wtx: redb::WriteTransaction, seq: u64) -> std::result::Resul
 const READ_CACHE_BYTES: usize = 256 << 10;
 
 /// Opens read-only, waiting (like a writer) while a writer holds the file.
-/// A file that needs crash repair cannot be opened read-only; then a write
-/// open (which repairs) serves the refresh instead.
+/// A file that needs crash repair cannot be opened read-only; it is then
+/// recovered in memory (see `overlay.rs`), the file untouched.
 fn open_read_only(path: &Path, call: &Call, ring: &mut ChangeRing) -> Result<ReadHandle> {
     let opened = lease::open_with_retry(path, call.deadline, call.started, ring, || {
         redb::Builder::new()
@@ -565,17 +650,31 @@ fn open_read_only(path: &Path, call: &Call, ring: &mut ChangeRing) -> Result<Rea
     match opened {
         Ok(db) => Ok(ReadHandle::ReadOnly(db)),
         Err(redb::DatabaseError::RepairAborted) => {
-            let db = lease::open_database(path, call.deadline, call.started, ring)?;
-            Ok(ReadHandle::Repaired(db))
+            recover_in_memory(path, call, ring).map(ReadHandle::Recovered)
         }
         Err(other) => Err(other).at(path),
     }
 }
 
+/// The file at `path`, as redb's crash recovery makes it, with nothing
+/// written to the file.
+pub(crate) fn recover_in_memory(
+    path: &Path,
+    call: &Call,
+    ring: &mut ChangeRing,
+) -> Result<Database> {
+    let backend = OverlayBackend::open(path, call.deadline, call.started, ring)?;
+    redb::Builder::new()
+        .set_cache_size(READ_CACHE_BYTES)
+        .create_with_backend(backend)
+        .at(path)
+}
+
 /// A database opened for one refresh.
 enum ReadHandle {
     ReadOnly(ReadOnlyDatabase),
-    Repaired(Database),
+    /// A crashed file, recovered in memory.
+    Recovered(Database),
 }
 
 trait BeginRead {
@@ -586,7 +685,7 @@ impl BeginRead for ReadHandle {
     fn read_txn(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
         match self {
             ReadHandle::ReadOnly(db) => db.begin_read(),
-            ReadHandle::Repaired(db) => db.begin_read(),
+            ReadHandle::Recovered(db) => db.begin_read(),
         }
     }
 }

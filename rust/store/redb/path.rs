@@ -4,7 +4,7 @@
 //! refused.
 
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StoreError};
@@ -55,8 +55,22 @@ pub(crate) fn absolute_store_path(path: &Path) -> Result<PathBuf> {
     Ok(full)
 }
 
+/// Whether the store file exists and holds anything. A file with more than
+/// one name (hard links) is refused: its companion files are found by the
+/// name used, so two names would give one file two journals, and a writer
+/// killed while using one name would lose its acknowledged changes for
+/// whoever opens the other.
 pub(crate) fn store_file_has_data(path: &Path) -> Result<bool> {
     match fs::metadata(path) {
+        Ok(meta) if meta.nlink() > 1 => Err(StoreError::io(
+            path,
+            format!(
+                "the file has {} names (hard links), and a store must have exactly one: \
+                 its journal and change ring are found by its name; remove the other \
+                 links, or copy the file instead of linking it",
+                meta.nlink()
+            ),
+        )),
         Ok(meta) => Ok(meta.len() > 0),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(StoreError::io(path, e)),

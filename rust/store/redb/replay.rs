@@ -1,58 +1,76 @@
-//! Replaying the journal: the changes a lease made durable only in the
-//! `.journal` (its writer was killed, or its final commit failed) are
-//! applied to the file by whoever next opens it for writing (see
-//! `journal.rs` for why exactly the records after redb's `journal_seq` are
-//! the missing ones).
+//! The journal's changes that redb lacks (their writer was killed, or its
+//! final commit failed): found, checked, and applied either to the file (by
+//! whoever next opens it for writing) or only to a mirror (by a reader,
+//! which never writes). See `journal.rs` for why exactly the records after
+//! redb's `journal_seq` are the missing ones.
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use redb::{Database, ReadableDatabase};
 
+use crate::entry::{Accept, Entry, Interner};
 use crate::error::{AtStore, Result, StoreError};
-use crate::store::redb::format::{CLOCK, ENTRIES, JOURNAL_SEQ, META, read_meta};
-use crate::store::redb::journal::{Journal, Record};
+use crate::store::mirror::Mirror;
+use crate::store::redb::format::{CLOCK, ENTRIES, JOURNAL_SEQ, META, Meta, read_meta};
+use crate::store::redb::journal::{Journal, Pending, Record};
 
-/// Whether `journal` holds changes the store (as `rtx` sees it) lacks.
-pub(crate) fn journal_has_changes(
-    rtx: &redb::ReadTransaction,
+/// The records to replay after `meta`'s `journal_seq`, or `Corrupt` when the
+/// journal shows acknowledged changes that cannot be replayed: valid records
+/// stranded behind a damaged one, or a journal cut short while a writer's
+/// changes may have been in it (`crashed`: the file was left by a killed
+/// writer, or records are pending).
+pub(crate) fn pending_records(
     journal: &Journal,
-    path: &Path,
-) -> Result<bool> {
-    let meta = read_meta(rtx, path)?;
-    journal
-        .has_pending(&meta.store_id, meta.journal_seq)
-        .map_err(|e| StoreError::io(journal.path(), e))
+    meta: &Meta,
+    crashed: bool,
+) -> Result<Vec<Record>> {
+    let pending = journal
+        .pending(&meta.store_id, meta.journal_seq)
+        .map_err(|e| StoreError::io(journal.path(), e))?;
+    checked(pending, journal.path(), crashed)
 }
 
-/// What [`replay_journal`] did.
-pub(crate) struct Replayed {
-    /// redb's `journal_seq` afterwards.
-    pub seq: u64,
-    /// How many journal records were applied.
-    pub records: usize,
+/// [`Pending`] as a result: its records, or why changes are missing.
+pub(crate) fn checked(pending: Pending, journal: &Path, crashed: bool) -> Result<Vec<Record>> {
+    if pending.stranded > 0 {
+        return Err(StoreError::corrupt(
+            journal,
+            format!(
+                "{} acknowledged change(s) in the journal follow a damaged record and \
+                 cannot be replayed",
+                pending.stranded
+            ),
+        ));
+    }
+    if pending.short && (crashed || !pending.records.is_empty()) {
+        return Err(StoreError::corrupt(
+            journal,
+            "the journal is shorter than membolt makes it while it may hold a killed \
+             writer's acknowledged changes",
+        ));
+    }
+    Ok(pending.records)
 }
 
-/// With a write handle on the store: applies, in one durable commit, the
-/// journal records that follow redb's `journal_seq` (see journal.rs), as
-/// `pending(store id, journal_seq)` gives them, calling `announce` with their
-/// keys just before the commit.
-pub(crate) fn replay_journal(
+/// With a write handle on the store: applies the journal's pending records
+/// (as `pending(meta)` gives them) in one durable commit, calling
+/// `announce` with their keys just before the commit. Returns redb's
+/// `journal_seq` afterwards.
+pub(crate) fn replay_into_file(
     db: &Database,
     path: &Path,
-    pending: impl FnOnce(&[u8], u64) -> Result<Vec<Record>>,
+    pending: impl FnOnce(&Meta) -> Result<Vec<Record>>,
     announce: impl FnOnce(&BTreeSet<&str>),
-) -> Result<Replayed> {
+) -> Result<u64> {
     let meta = {
         let rtx = db.begin_read().at(path)?;
         read_meta(&rtx, path)?
     };
-    let records = pending(&meta.store_id, meta.journal_seq)?;
+    let records = pending(&meta)?;
     let Some(last) = records.last().map(|record| record.seq) else {
-        return Ok(Replayed {
-            seq: meta.journal_seq,
-            records: 0,
-        });
+        return Ok(meta.journal_seq);
     };
     let wtx = db.begin_write().at(path)?;
     let mut clock = meta.clock;
@@ -85,8 +103,34 @@ pub(crate) fn replay_journal(
         .collect();
     announce(&keys);
     wtx.commit().at(path)?;
-    Ok(Replayed {
-        seq: last,
-        records: records.len(),
-    })
+    Ok(last)
+}
+
+/// Applies `records` to `mirror` only (a reader's view of what the next
+/// writer will replay). A record's value is checked by the record's own
+/// checksum, so values of either record format are taken.
+pub(crate) fn replay_into_mirror(
+    mirror: &mut Mirror,
+    records: &[Record],
+    journal: &Path,
+) -> Result<()> {
+    let mut interner = Interner::default();
+    for record in records {
+        mirror.clock = mirror.clock.max(record.clock);
+        for (key, value) in &record.changes {
+            match value {
+                Some(bytes) => {
+                    let entry = Entry::decode_with(key, bytes, &mut interner, Accept::Legacy)
+                        .map_err(|e| {
+                            StoreError::corrupt(journal, format!("entry {key:?} is damaged: {e}"))
+                        })?;
+                    mirror.insert(Arc::new(entry));
+                }
+                None => {
+                    mirror.remove(key);
+                }
+            }
+        }
+    }
+    Ok(())
 }
