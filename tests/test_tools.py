@@ -39,7 +39,7 @@ class TestSchemas:
             assert set(schema) == {"name", "description", "input_schema"}
             assert schema["input_schema"] == openai[schema["name"]]["parameters"]
         for schema in tool_schemas("mcp"):
-            assert set(schema) == {"name", "description", "inputSchema"}
+            assert set(schema) == {"name", "title", "description", "inputSchema", "annotations"}
             assert schema["description"] == openai[schema["name"]]["description"]
 
     def test_schemas_are_json(self) -> None:
