@@ -230,7 +230,13 @@ pub fn flatten_plain(text: &str) -> Cow<'_, str> {
     }
     Cow::Owned(
         flat.chars()
-            .map(|c| if is_replaced_char(c) { REPLACEMENT_CHAR } else { c })
+            .map(|c| {
+                if is_replaced_char(c) {
+                    REPLACEMENT_CHAR
+                } else {
+                    c
+                }
+            })
             .collect(),
     )
 }
@@ -759,7 +765,10 @@ mod tests {
                 "U+{:04X}",
                 u32::from(c)
             );
-            for out in [escape_line(&format!("a{c}b")), flatten_plain(&format!("a{c}b"))] {
+            for out in [
+                escape_line(&format!("a{c}b")),
+                flatten_plain(&format!("a{c}b")),
+            ] {
                 assert!(!out.chars().any(is_line_break), "U+{:04X}", u32::from(c));
             }
         }
