@@ -585,7 +585,7 @@ def malformed_requests(seed: int, count: int) -> list[tuple[str, object, int | N
         line = json.dumps(message)  # ASCII: every lone surrogate as a \u escape
         if kind == "not utf-8":
             line = line.replace('"jsonrpc"', '"\udcff": 1, "jsonrpc"', 1)  # a raw 0xFF byte
-            expected = -32600
+            expected = -32700
         cases.append((line, request_id, expected))
     return cases
 
@@ -619,16 +619,21 @@ def test_unreadable_ids_and_broken_notifications(tmp_path: Path) -> None:
         '{"jsonrpc": "2.0", "method": "notifications/initialized", "params": [1]}',
         '{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\\ud800"}}',
         '{"jsonrpc": "2.0", "id": 3, "method": "ping", "x": NaN}',
+        '{"jsonrpc": "2.0", "id": 4, "method": "ping", "x": -Infinity}',
+        '{"jsonrpc": "2.0", "id": 5, "method": "ping" "x": 1}',
         request(9, "ping"),
     ]
     replies, stderr = serve_piped(tmp_path, lines)
     # No id to read: Invalid Request with a null id (JSON-RPC 2.0 §5); no
-    # answer to a notification; NaN is no JSON (a Parse error).
+    # answer to a notification; NaN and Infinity are no JSON (a Parse error,
+    # with the id that could be read); text that is no JSON: no id to read.
     assert [(r["id"], r.get("error", {}).get("code")) for r in replies] == [
         (None, -32600),
         (None, -32600),
         (None, -32600),
         (None, -32600),
+        (3, -32700),
+        (4, -32700),
         (None, -32700),
         (9, None),
     ]
@@ -665,5 +670,5 @@ def test_triage_decisions() -> None:
     assert '"id": "x\\ud800"' in (triage(b'{"jsonrpc": "2.0", "id": "x\\ud800"}').reply or "")
     assert decided(b'{"jsonrpc": "2.0", "id": 6, "method": "ping", "x": "\xff"}') == (
         False,
-        (6, {"code": -32600, "message": "Invalid Request: the message is not UTF-8"}),
+        (6, {"code": -32700, "message": "Parse error: the message is not UTF-8"}),
     )

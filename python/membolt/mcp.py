@@ -1,16 +1,17 @@
 """The MCP server: membolt's memory tools and ``<memory>`` block for any MCP
 client (IDE, desktop assistant), over stdio. ``membolt mcp`` runs it.
 
-The MCP Python SDK is an optional extra (``pip install 'membolt[mcp]'``). It
-is imported only when a server is built, so the rest of membolt never needs
-it; without it :func:`run_mcp_server` raises :class:`MCPUnavailableError`
-with the install command.
+The MCP Python SDK is an optional extra (``pip install 'membolt[mcp]'``),
+1.x from 1.24 or 2.x. It is imported only when a server is built, so the
+rest of membolt never needs it; without it :func:`run_mcp_server` raises
+:class:`MCPUnavailableError` with the install command.
 
 A client sees exactly what a Python agent gets from :class:`AgentMemory`:
 
-* ``tools/list``: the five tools of ``tool_schemas("mcp")``, schemas as they
-  are (no SDK-generated schema, no argument validation in front of the
-  dispatcher: a bad call gets the dispatcher's own ``{"error": ...}`` text).
+* ``tools/list``: the five tools of ``tool_schemas("mcp")``, schemas, titles
+  and annotations as they are (no SDK-generated schema, no argument
+  validation in front of the dispatcher: a bad call gets the dispatcher's
+  own ``{"error": ...}`` text).
 * ``tools/call``: ``AgentMemory.call_tool``'s text as one text content item.
   The aliases of BEHAVIOUR §4 work too. The ``{"error": ...}`` text is
   flagged ``isError`` (see :func:`is_tool_error`).
@@ -27,8 +28,11 @@ the store freely while the server waits for its client. Store calls run in a
 worker thread: a store kept busy by another process (up to ``timeout``
 seconds) never stalls the protocol loop.
 
-stdout is the protocol. Logging goes to stderr, and the SDK points fd 1 at
-stderr while it serves, so a stray ``print`` cannot corrupt the stream.
+stdout is the protocol, one JSON-RPC message per line (see "the stdio
+transport" below: every request whose id can be read is answered with that
+id, and the requests read before the end of input are answered before the
+server exits). Logging goes to stderr, and fd 1 points at stderr while the
+server runs, so a stray ``print`` cannot corrupt the stream.
 """
 
 from __future__ import annotations
@@ -447,23 +451,21 @@ def _claim_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """The protocol's stdin and stdout as private descriptors, with fd 0
     pointed at the null device and fd 1 at stderr while serving, so that a
     stray ``print`` (or a child process) can neither corrupt nor steal the
-    stream. Falls back to the standard streams in place when descriptors
-    cannot be duplicated."""
+    stream; both are restored afterwards."""
     sys.stdout.flush()
+    wire_in = os.fdopen(os.dup(0), "rb")
     try:
-        wire_in_fd, wire_out_fd = os.dup(0), os.dup(1)
+        wire_out = os.fdopen(os.dup(1), "wb")
     except OSError:
-        yield sys.stdin.buffer, sys.stdout.buffer
-        return
-    null = os.open(os.devnull, os.O_RDONLY)
+        wire_in.close()
+        raise
     try:
-        os.dup2(null, 0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
         os.dup2(2, 1)
-    finally:
-        os.close(null)
-    wire_in = os.fdopen(wire_in_fd, "rb")
-    wire_out = os.fdopen(wire_out_fd, "wb")
-    try:
         yield wire_in, wire_out
     finally:
         sys.stdout.flush()
@@ -523,32 +525,35 @@ def _holds_lone_surrogate(value: object) -> bool:
     return False
 
 
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
 def triage(line: bytes) -> Inbound:
     """Decide what one input line is (JSON-RPC 2.0 §4, §5), without the SDK.
 
     A line that is no JSON gets a Parse error (-32700) and one that is no
     message object an Invalid Request (-32600), both with id null, since no
     id can be read. Past that the id is read, and every error answers with
-    it: Invalid Request for a broken envelope (``jsonrpc``, ``id``,
-    ``method``), Invalid params (-32602) for ``params`` that are not an
-    object or hold a lone surrogate. A notification (no id) is never
-    answered. Responses (a client answering a server request) are forwarded.
+    it: a Parse error for a message that is JSON but for bytes that are not
+    UTF-8 or a NaN, an Invalid Request for a broken envelope (``jsonrpc``,
+    ``id``, ``method``, or a lone surrogate in it), Invalid params (-32602)
+    for ``params`` that are not an object or hold a lone surrogate. A
+    notification (no id) is never answered. Responses (a client answering a
+    server request) are forwarded.
     """
     if not line.strip():
         return Inbound()
+    # Two ways a line can be all but JSON, read anyway to find its id: bytes
+    # that are not UTF-8, and NaN or Infinity (which Python's json accepts).
+    not_json: list[str] = []
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
-        text = None
+        text = line.decode("utf-8", "replace")
+        not_json.append("the message is not UTF-8")
+
+    def constant(name: str) -> None:
+        not_json.append(f"{name} is not JSON")
+
     try:
-        message = json.loads(
-            text if text is not None else line.decode("utf-8", "replace"),
-            parse_constant=_no_constant,
-        )
+        message = json.loads(text, parse_constant=constant)
     except (ValueError, RecursionError):
         return Inbound(reply=error_line(None, PARSE_ERROR, "Parse error"), problem="not JSON")
     if not isinstance(message, dict):
@@ -564,11 +569,13 @@ def triage(line: bytes) -> Inbound:
     def invalid(code: int, detail: str) -> Inbound:
         if is_notification and isinstance(message.get("method"), str):
             return Inbound(problem=f"notification {message['method']!r}: {detail}")
-        kind = "Invalid params" if code == INVALID_PARAMS else "Invalid Request"
+        kind = {PARSE_ERROR: "Parse error", INVALID_PARAMS: "Invalid params"}.get(
+            code, "Invalid Request"
+        )
         return Inbound(reply=error_line(request_id, code, f"{kind}: {detail}"), problem=detail)
 
-    if text is None:
-        return invalid(INVALID_REQUEST, "the message is not UTF-8")
+    if not_json:
+        return invalid(PARSE_ERROR, not_json[0])
     if message.get("jsonrpc") != "2.0":
         return invalid(INVALID_REQUEST, 'jsonrpc must be "2.0"')
     if not is_notification and request_id is None:
@@ -668,7 +675,7 @@ async def serve_lines(
                     envelope = _read_envelope(message)
                 except Exception as error:  # the SDK's own checks: refused, say so
                     logger.warning("ignored input the MCP SDK refused: %.200s", error)
-                    if inbound.request_id is not None or ("id" in message and "method" in message):
+                    if inbound.request_id is not None:
                         await replies.send(
                             error_line(inbound.request_id, INVALID_REQUEST, "Invalid Request")
                         )
@@ -684,6 +691,7 @@ async def serve_lines(
                 )
 
     async def write_output() -> None:
+        client_gone = False
         async with to_client:
             async for item in to_client:
                 if isinstance(item, str):
@@ -693,7 +701,13 @@ async def serve_lines(
                     answered = _answered_id(item.message)
                     if answered is not None:
                         requests.settle(answered)
-                await anyio.to_thread.run_sync(_write_line, wire_out, text)
+                if client_gone:
+                    continue  # keep taking the server's output, so it never blocks
+                try:
+                    await anyio.to_thread.run_sync(_write_line, wire_out, text)
+                except OSError as error:  # the client closed its end
+                    logger.info("cannot write to the client: %s", error)
+                    client_gone = True
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(write_output)
