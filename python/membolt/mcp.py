@@ -251,16 +251,11 @@ def _sdk_types() -> Any:
 
 def _protocol_error(code: int, message: str, data: Any = None) -> Exception:
     """The exception a handler raises to answer with a JSON-RPC error."""
+    exceptions: Any = importlib.import_module("mcp.shared.exceptions")
     if _sdk_is_v1():
-        exceptions: Any = importlib.import_module("mcp.shared.exceptions")
-        types = _sdk_types()
-        return cast(
-            Exception,
-            exceptions.McpError(types.ErrorData(code=code, message=message, data=data)),
-        )
-    from mcp.shared.exceptions import MCPError
-
-    return MCPError(code=code, message=message, data=data)
+        error_data = _sdk_types().ErrorData(code=code, message=message, data=data)
+        return cast(Exception, exceptions.McpError(error_data))
+    return cast(Exception, exceptions.MCPError(code=code, message=message, data=data))
 
 
 def _read_envelope(message: dict[str, Any]) -> Any:
