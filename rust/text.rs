@@ -173,7 +173,10 @@ pub fn trim(text: &str) -> &str {
 const FLATTEN_BREAKS: [char; 2] = ['\n', '\r'];
 
 fn has_line_break(text: &str) -> bool {
-    text.bytes().any(|b| b == b'\n' || b == b'\r')
+    // A byte scan: both breaks are ASCII, and no byte of a multi-byte
+    // character maps to an ASCII character.
+    text.bytes()
+        .any(|b| FLATTEN_BREAKS.contains(&char::from(b)))
 }
 
 /// The one definition of "a line break" for membolt's output: every character
