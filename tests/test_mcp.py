@@ -672,3 +672,35 @@ def test_triage_decisions() -> None:
         False,
         (6, {"code": -32700, "message": "Parse error: the message is not UTF-8"}),
     )
+
+
+@pytest.mark.slow
+def test_stray_output_cannot_corrupt_the_stream(tmp_path: Path) -> None:
+    """fd 1 points at stderr while the server runs (with either SDK): a print
+    in a handler, even straight to fd 1, lands on stderr, not in the stream."""
+    pytest.importorskip("mcp")
+    script = (
+        "import os, sys\n"
+        "import membolt.mcp as server\n"
+        "call = server.MemoryService.call_tool\n"
+        "def noisy(self, name, arguments):\n"
+        "    print('stray print')\n"
+        "    sys.stdout.flush()\n"
+        "    os.write(1, b'stray write\\n')\n"
+        "    return call(self, name, arguments)\n"
+        "server.MemoryService.call_tool = noisy\n"
+        "server.run_mcp_server(sys.argv[1])\n"
+    )
+    call_line = request(2, "tools/call", {"name": "memory_list", "arguments": {}})
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "m.redb")],
+        input=f"{json.dumps(INITIALIZE)}\n{json.dumps(INITIALIZED)}\n{call_line}\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    replies = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in replies] == ["init", 2]
+    assert "stray print\nstray write\n" in result.stderr
