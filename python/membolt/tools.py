@@ -422,7 +422,7 @@ def _bounded_json(result: object, limit: int) -> str:
     for raw in encoder.iterencode(result):
         chunk = raw.translate(_JSON_LINE_BREAK_ESCAPES)
         chunks.append(chunk)
-        size += len(chunk.encode())
+        size += len(chunk.encode("utf-8", "surrogatepass"))  # a task row may hold one
         if size > limit:
             break
     else:
