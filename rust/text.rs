@@ -169,8 +169,30 @@ pub fn trim(text: &str) -> &str {
 // Flattening and escaping (§5.4)
 // ---------------------------------------------------------------------------
 
+/// The characters flattening splits on (§5.4): `\n` and `\r`.
+const FLATTEN_BREAKS: [char; 2] = ['\n', '\r'];
+
 fn has_line_break(text: &str) -> bool {
-    text.bytes().any(|b| b == b'\n' || b == b'\r')
+    // A byte scan: both breaks are ASCII, and no byte of a multi-byte
+    // character maps to an ASCII character.
+    text.bytes()
+        .any(|b| FLATTEN_BREAKS.contains(&char::from(b)))
+}
+
+/// The one definition of "a line break" for membolt's output: every character
+/// that some reader ends a line at. That is exactly what Python's
+/// `str.splitlines()` splits on: `\n`, `\r`, U+000B, U+000C, U+001C–U+001E,
+/// U+0085, U+2028 and U+2029 (a superset of Unicode's mandatory breaks).
+///
+/// §5.4 keeps the structure of a text line by handling each of them: the two
+/// [`FLATTEN_BREAKS`] are flattened to ` / `, every other one is an
+/// [`is_replaced_char`] and becomes U+FFFD.
+#[must_use]
+pub fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\u{b}' | '\u{c}' | '\r' | '\u{1c}'..='\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
 }
 
 /// §5.4 flattening only: if `text` holds `\n` or `\r`, split on runs of them,
@@ -184,7 +206,7 @@ pub fn flatten(text: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len());
     // Splitting on single characters and dropping the empty parts is the same
     // as splitting on runs of them.
-    for part in text.split(['\n', '\r']) {
+    for part in text.split(FLATTEN_BREAKS) {
         let part = part.trim();
         if part.is_empty() {
             continue;
@@ -197,32 +219,52 @@ pub fn flatten(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Flattening for `memory_search` output (§4): exactly [`flatten`], with no XML
-/// escaping *and no control/bidi replacement*.
-///
-/// Why no replacement: §4 asks for "§5.4 flattening, no XML escaping", and the
-/// U+FFFD replacement is part of §5.4's escaping step, which exists to protect
-/// the structure of the `<memory>` block inside the system prompt. A search
-/// line is a tool result, and showing the stored text faithfully (after the
-/// line-break flattening that keeps one hit per line) lets the model quote a
-/// key exactly for `memory_delete` or an overwrite, which a replaced character
-/// would make impossible. Kept as its own function so that decision lives in
-/// one place.
+/// A key or value as the `memory_search` and `memory_list` texts show it
+/// (§4, §5.4 (0.2)): [`flatten`], then every [`is_replaced_char`] replaced by
+/// U+FFFD; no XML escaping (a tool result is not inside the `<memory>` block,
+/// and `&`, `<`, `>` shown as they are let the model quote a plain key
+/// exactly). The result is one line for every reader ([`is_line_break`]) and
+/// cannot reorder the text around it.
 #[must_use]
 pub fn flatten_plain(text: &str) -> Cow<'_, str> {
-    flatten(text)
+    let flat = flatten(text);
+    if !flat.chars().any(is_replaced_char) {
+        return flat;
+    }
+    Cow::Owned(
+        flat.chars()
+            .map(|c| {
+                if is_replaced_char(c) {
+                    REPLACEMENT_CHAR
+                } else {
+                    c
+                }
+            })
+            .collect(),
+    )
 }
 
-/// True for the characters §5.4 replaces by U+FFFD: controls U+0000–U+001F
-/// except tab, U+007F, the bidi embeddings/overrides U+202A–U+202E and the
-/// bidi isolates U+2066–U+2069. (C1 controls U+0080–U+009F, U+2028 and U+2029
-/// are not in the spec's list and are kept.)
+/// True for the characters §5.4 replaces by U+FFFD:
+/// * the controls U+0000–U+001F except tab, U+007F and the C1 controls
+///   U+0080–U+009F;
+/// * every [`is_line_break`] character that flattening does not handle
+///   (U+000B, U+000C, U+001C–U+001E and U+0085 are controls already; U+2028,
+///   U+2029);
+/// * the bidi marks U+200E, U+200F, U+061C, embeddings and overrides
+///   U+202A–U+202E and isolates U+2066–U+2069;
+/// * the tag characters U+E0000–U+E007F (invisible text).
+///
+/// `\n` and `\r` are in the first group: only text that skipped flattening
+/// ([`escape_xml`] alone) still holds them.
 #[must_use]
 pub fn is_replaced_char(c: char) -> bool {
     (c < '\u{20}' && c != '\t')
-        || c == '\u{7f}'
+        || ('\u{7f}'..='\u{9f}').contains(&c)
+        || (is_line_break(c) && !FLATTEN_BREAKS.contains(&c))
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{61c}')
         || ('\u{202a}'..='\u{202e}').contains(&c)
         || ('\u{2066}'..='\u{2069}').contains(&c)
+        || ('\u{e0000}'..='\u{e007f}').contains(&c)
 }
 
 fn needs_escape(c: char) -> bool {
@@ -252,7 +294,8 @@ pub fn escape_xml(text: &str) -> Cow<'_, str> {
 /// §5.4 in full, in the spec's order: [`flatten`], then [`escape_xml`]. This is
 /// what every key, type, value and parent name of the `<memory>` block (and
 /// every key and type on its map and downstream lines) goes through. The
-/// result never contains `\n`, `\r`, `<`, `>` or an unescaped `&`.
+/// result never contains an [`is_line_break`] character, `<`, `>` or an
+/// unescaped `&`.
 #[must_use]
 pub fn escape_line(text: &str) -> Cow<'_, str> {
     match flatten(text) {
@@ -675,11 +718,84 @@ mod tests {
         assert_eq!(flatten("x y\nz  w"), "x y / z  w");
         // Unicode whitespace is trimmed; U+001C is not whitespace.
         assert_eq!(flatten("\u{3000}a\u{a0}\n\u{1c}b"), "a / \u{1c}b");
-        // Other line-like characters are not split on.
+        // Other line-like characters are not split on (the replacement step
+        // handles them), though trimming removes them next to a split.
         assert_eq!(flatten("a\u{2028}b\u{85}c\n"), "a\u{2028}b\u{85}c");
+        assert_eq!(flatten("a\u{2028}\nb"), "a / b");
         // No XML escaping, no replacement.
         assert_eq!(flatten("<a>\n&\u{0}"), "<a> / &\u{0}");
-        assert_eq!(flatten_plain("<a>\n&\u{0}\u{202e}"), "<a> / &\u{0}\u{202e}");
+    }
+
+    #[test]
+    fn flatten_plain_neutralises_without_xml_escaping() {
+        assert_eq!(
+            flatten_plain("<a>\n&\u{0}\u{202e}"),
+            "<a> / &\u{fffd}\u{fffd}"
+        );
+        assert_eq!(
+            flatten_plain("k\u{2028}v\u{85}w\u{e0041}\u{200f}"),
+            "k\u{fffd}v\u{fffd}w\u{fffd}\u{fffd}"
+        );
+        // Trimmed next to a split, as in the block.
+        assert_eq!(flatten_plain("a\u{2029}\r\nb"), "a / b");
+        assert!(matches!(flatten_plain("  <a> & b  "), Cow::Borrowed(_)));
+        // Flattened but nothing to replace: the flattened text as it is.
+        assert_eq!(flatten_plain("a\nb"), "a / b");
+    }
+
+    #[test]
+    fn line_breaks_are_python_splitlines() {
+        // The code points Python's str.splitlines() splits on.
+        let expected: Vec<u32> = vec![
+            0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029,
+        ];
+        let actual: Vec<u32> = (0..=0x10_ffff_u32)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_line_break(c))
+            .map(u32::from)
+            .collect();
+        assert_eq!(actual, expected);
+    }
+
+    #[test]
+    fn every_line_break_is_flattened_or_replaced() {
+        for c in (0..=0x10_ffff_u32).filter_map(char::from_u32) {
+            if !is_line_break(c) {
+                continue;
+            }
+            assert!(
+                FLATTEN_BREAKS.contains(&c) || is_replaced_char(c),
+                "U+{:04X}",
+                u32::from(c)
+            );
+            for out in [
+                escape_line(&format!("a{c}b")),
+                flatten_plain(&format!("a{c}b")),
+            ] {
+                assert!(!out.chars().any(is_line_break), "U+{:04X}", u32::from(c));
+            }
+        }
+    }
+
+    #[test]
+    fn replaced_chars_are_exactly_the_listed_ranges() {
+        let replaced: Vec<u32> = (0..=0x10_ffff_u32)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_replaced_char(c))
+            .map(u32::from)
+            .collect();
+        let expected: Vec<u32> = (0x00..0x20_u32)
+            .filter(|&c| c != 0x09)
+            .chain(0x7f..=0x9f)
+            .chain([0x061c, 0x200e, 0x200f])
+            .chain([0x2028, 0x2029])
+            .chain(0x202a..=0x202e)
+            .chain(0x2066..=0x2069)
+            .chain(0xe0000..=0xe007f)
+            .collect::<std::collections::BTreeSet<u32>>()
+            .into_iter()
+            .collect();
+        assert_eq!(replaced, expected);
     }
 
     // ----- escaping -----
@@ -732,9 +848,19 @@ mod tests {
             let c = char::from_u32(code).unwrap();
             assert_eq!(escape_line(&format!("a{c}b")), "a\u{fffd}b", "U+{code:04X}");
         }
+        // (0.2) The bidi marks, C1 controls, the line and paragraph
+        // separators and the tag characters too.
+        for code in [
+            0x200e_u32, 0x200f, 0x061c, 0x80, 0x85, 0x9f, 0x2028, 0x2029, 0xe0000, 0xe0001,
+            0xe0041, 0xe007f,
+        ] {
+            let c = char::from_u32(code).unwrap();
+            assert_eq!(escape_line(&format!("a{c}b")), "a\u{fffd}b", "U+{code:04X}");
+        }
         // Neighbours are kept.
         for code in [
-            0x2029_u32, 0x202f, 0x2065, 0x206a, 0x200e, 0x200f, 0x80, 0x9f, 0x85,
+            0x202f_u32, 0x2065, 0x206a, 0x200d, 0x2010, 0x061b, 0x061d, 0x7e, 0xa0, 0xdffff,
+            0xe0080,
         ] {
             let c = char::from_u32(code).unwrap();
             let text = format!("a{c}b");

@@ -148,7 +148,7 @@ class TestAfterTool:
             cursor = cursor[0]  # type: ignore[assignment]
         assert memory.after_tool(Hostile(), deep, Hostile()) == 0  # type: ignore[arg-type]
         out = memory.call_tool("memory_save", {"key": "k", "value": "v", "extra": deep})
-        assert out.startswith("Saved")
+        assert out.startswith('{"error": "memory_save: unknown argument \\"extra\\"; ')
         assert [c["args"] for c in memory.tool_calls] == [
             "<list that is not JSON>",
             "<dict that is not JSON>",

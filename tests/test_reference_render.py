@@ -697,7 +697,10 @@ def test_escape_line_every_control_char() -> None:
 def test_escape_line_bidi_and_neighbours() -> None:
     for code in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]:
         assert escape_line(f"a{chr(code)}b") == "a\ufffdb", hex(code)
-    for code in (0x2029, 0x202F, 0x2065, 0x206A, 0x200E, 0x80, 0x9F, 0x85):
+    # (0.2) line and paragraph separators, bidi marks, C1 controls, tags
+    for code in (0x2028, 0x2029, 0x200E, 0x200F, 0x061C, 0x80, 0x9F, 0x85, 0xE0001, 0xE007F):
+        assert escape_line(f"a{chr(code)}b") == "a\ufffdb", hex(code)
+    for code in (0x202F, 0x2065, 0x206A, 0x200D, 0x7E, 0xA0, 0xE0080):
         assert escape_line(f"a{chr(code)}b") == f"a{chr(code)}b", hex(code)
 
 
@@ -960,6 +963,6 @@ def test_truncate_every_byte_offset() -> None:
         assert size + len(next_char.encode("utf-8")) > limit
 
 
-def test_flatten_plain_escapes_nothing() -> None:
-    assert flatten_plain("<a>\n&\x00\u202e") == "<a> / &\x00\u202e"
+def test_flatten_plain_neutralises_but_escapes_no_xml() -> None:
+    assert flatten_plain("<a>\n&\x00\u202e") == "<a> / &\ufffd\ufffd"
     assert flatten_plain("  x  ") == "  x  "

@@ -41,21 +41,30 @@ TOOL_CALLS = [
 CANONICAL = {"remember": "memory_save", "recall": "memory_search", "forget": "memory_delete"}
 
 
-def assert_every_tool_reports(store: MemoryStore, path: Path) -> None:
-    """Every tool (and alias) answers an error naming itself and the file."""
+def assert_every_tool_reports(store: MemoryStore, path: Path, detail: str | None = None) -> None:
+    """Every tool (and alias) answers an error naming itself and the file
+    (or, when given, exactly ``detail`` after the tool name)."""
     memory = AgentMemory(store)
     for name, arguments in TOOL_CALLS:
         answer = memory.call_tool(name, arguments)
         message = error_of(answer)
         assert message.startswith(f"{CANONICAL.get(name, name)}: "), answer
-        assert str(path) in message
+        if detail is None:
+            assert str(path) in message
+        else:
+            assert message == f"{CANONICAL.get(name, name)}: {detail}"
 
 
 @pytest.mark.slow
 def test_busy_store_errors_are_tool_results(store_path: Path) -> None:
     holder = hold_store(store_path, 60)
     try:
-        assert_every_tool_reports(MemoryStore(store_path, timeout=0.2), store_path)
+        # A busy store tells the model what it can do (wait and retry).
+        assert_every_tool_reports(
+            MemoryStore(store_path, timeout=0.2),
+            store_path,
+            "the memory store is busy (another process is using it); retry in a moment",
+        )
     finally:
         stop(holder)
     # None of the calls wrote anything.

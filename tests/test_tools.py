@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+import membolt
 from membolt import MemoryStore
+from membolt import tools as tools_module
 from membolt.agent import AgentMemory
 from membolt.tools import TOOL_NAMES, tool_schemas
+
+from support.processes import WORKER
 
 
 @pytest.fixture
@@ -39,7 +46,7 @@ class TestSchemas:
             assert set(schema) == {"name", "description", "input_schema"}
             assert schema["input_schema"] == openai[schema["name"]]["parameters"]
         for schema in tool_schemas("mcp"):
-            assert set(schema) == {"name", "description", "inputSchema"}
+            assert set(schema) == {"name", "title", "description", "inputSchema", "annotations"}
             assert schema["description"] == openai[schema["name"]]["description"]
 
     def test_schemas_are_json(self) -> None:
@@ -232,3 +239,264 @@ class TestDispatcher:
         calls = memory.tool_calls
         assert len(calls) == 200
         assert json.loads(calls[0]["args"]) == {"key": "k5"}
+
+
+# ----- MCP annotations ------------------------------------------------------------
+
+
+class TestAnnotations:
+    HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+    def test_every_tool_has_every_hint_and_a_title(self) -> None:
+        for schema in tool_schemas("mcp"):
+            annotations = schema["annotations"]
+            assert set(annotations) == {"title", *self.HINTS}
+            assert all(isinstance(annotations[hint], bool) for hint in self.HINTS)
+            assert annotations["title"] == schema["title"]
+            assert annotations["title"]
+
+    def test_hints_say_what_each_tool_does(self) -> None:
+        hints = {
+            s["name"]: tuple(s["annotations"][h] for h in self.HINTS) for s in tool_schemas("mcp")
+        }
+        # (read-only, destructive, idempotent, open world)
+        assert hints == {
+            # Overwriting a key replaces its fact: destructive, not additive.
+            "memory_save": (False, True, True, False),
+            "memory_search": (True, False, True, False),
+            "memory_delete": (False, True, True, False),
+            "memory_list": (True, False, True, False),
+            "memory_query": (True, False, True, False),
+        }
+
+    def test_read_only_tools_write_nothing_and_idempotent_ones_repeat(
+        self, memory: AgentMemory
+    ) -> None:
+        """The hints hold: a read-only call leaves the store's bytes as they
+        were; an idempotent call repeated leaves the same entries."""
+        memory.call_tool("memory_save", {"key": "decision:db", "value": "use redb"})
+        directory = Path(memory.store.path).parent
+
+        def files() -> dict[str, bytes]:
+            membolt._core._release_all()  # the lease's handle closed: every byte on disk
+            return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+        before = files()
+        flags = {s["name"]: s["annotations"] for s in tool_schemas("mcp")}
+        calls = {
+            "memory_search": {"query": "redb"},
+            "memory_list": {},
+            "memory_query": {"query": "memory"},
+        }
+        for name, arguments in calls.items():
+            assert flags[name]["readOnlyHint"]
+            assert "decision:db" in memory.call_tool(name, arguments)
+        assert files() == before
+
+        def contents() -> list[tuple[str, str, str, tuple[str, ...]]]:
+            return [(e.key, e.value, e.type, e.references) for e in memory.store.entries()]
+
+        for name, arguments in [
+            ("memory_save", {"key": "progress:x", "value": "half done"}),
+            ("memory_delete", {"key": "decision:db"}),
+        ]:
+            assert flags[name]["idempotentHint"]
+            memory.call_tool(name, arguments)
+            once = contents()
+            memory.call_tool(name, arguments)
+            assert contents() == once
+
+    def test_other_formats_carry_no_annotations(self) -> None:
+        for fmt in ("openai", "responses", "anthropic"):
+            assert "annotations" not in json.dumps(tool_schemas(fmt))  # type: ignore[arg-type]
+
+
+# ----- arguments: the schema is the contract ----------------------------------------
+
+
+class TestArguments:
+    def test_save_takes_an_optional_type(self, memory: AgentMemory) -> None:
+        out = memory.call_tool("memory_save", {"key": "db", "value": "redb", "type": "decision"})
+        assert out == 'Saved memory entry "db" (4 bytes)'  # §4 output unchanged
+        entry = memory.store.get("db")
+        assert entry is not None
+        assert entry.type == "decision"
+        # Omitted (or null): an existing entry keeps its type (§1.3) ...
+        memory.call_tool("memory_save", {"key": "db", "value": "sqlite"})
+        memory.call_tool("memory_save", {"key": "db", "value": "sqlite", "type": None})
+        assert memory.store.get("db").type == "decision"  # type: ignore[union-attr]
+        # ... a new one gets the inferred type.
+        memory.call_tool("memory_save", {"key": "error:boot", "value": "x", "type": None})
+        assert memory.store.get("error:boot").type == "error"  # type: ignore[union-attr]
+        schema = tool_schemas("openai")[0]["function"]["parameters"]
+        assert schema["properties"]["type"]["type"] == "string"
+        assert schema["required"] == ["key", "value"]
+
+    def test_save_type_must_be_a_string(self, memory: AgentMemory) -> None:
+        out = memory.call_tool("memory_save", {"key": "k", "value": "v", "type": 3})
+        assert error_of(out) == "memory_save: type must be a string, not int"
+        assert len(memory.store) == 0
+
+    @pytest.mark.parametrize(
+        ("name", "arguments", "message"),
+        [
+            (
+                "memory_save",
+                {"key": "k", "value": "v", "tags": ["a"]},
+                'memory_save: unknown argument "tags"; expected key, value, type',
+            ),
+            (
+                "remember",
+                {"name": "k", "text": "v"},
+                'memory_save: unknown arguments "name", "text"; expected key, value, type',
+            ),
+            (
+                "memory_search",
+                {"query": "x", "limit": 3},
+                'memory_search: unknown argument "limit"; expected query',
+            ),
+            (
+                "memory_delete",
+                {"key": "k", "force": None},  # null is no excuse either
+                'memory_delete: unknown argument "force"; expected key',
+            ),
+            (
+                "memory_list",
+                '{"prefix": "decision"}',
+                'memory_list: unknown argument "prefix"; it takes no arguments',
+            ),
+            (
+                "memory_query",
+                {"query": "memory", "offset": 10},
+                'memory_query: unknown argument "offset"; expected query, limit',
+            ),
+            (
+                "memory_list",
+                {"line\nbreak": 1},
+                'memory_list: unknown argument "line\\nbreak"; it takes no arguments',
+            ),
+        ],
+    )
+    def test_unknown_arguments_are_named(
+        self, memory: AgentMemory, name: str, arguments: object, message: str
+    ) -> None:
+        memory.store.save("k", "kept")
+        assert error_of(memory.call_tool(name, arguments)) == message  # type: ignore[arg-type]
+        assert memory.store.keys() == ["k"]
+        assert memory.store.get("k").value == "kept"  # type: ignore[union-attr]
+
+    def test_unknown_arguments_come_before_missing_ones(self, memory: AgentMemory) -> None:
+        out = memory.call_tool("memory_save", {"name": "k"})
+        assert error_of(out).startswith('memory_save: unknown argument "name"')
+
+    def test_every_schema_lists_exactly_what_the_dispatcher_takes(
+        self, memory: AgentMemory
+    ) -> None:
+        for schema in tool_schemas("openai"):
+            function = schema["function"]
+            assert function["parameters"]["additionalProperties"] is False
+            out = memory.call_tool(function["name"], {"surely_not_an_argument": "x"})
+            assert "unknown argument" in error_of(out)
+
+    def test_null_is_absent(self, memory: AgentMemory) -> None:
+        memory.store.save_many([(f"n{i:03d}", "v") for i in range(60)], caps=False)
+        with_null = memory.call_tool("memory_query", {"query": "memory", "limit": None})
+        assert with_null == memory.call_tool("memory_query", {"query": "memory"})
+        assert json.loads(with_null)["rows"].__len__() == 50
+        out = memory.call_tool("memory_save", '{"key": null, "value": "v", "type": null}')
+        assert error_of(out) == "memory_save: key is required"
+
+    def test_strict_calls_work(self, memory: AgentMemory) -> None:
+        """What a model in strict mode sends: every property, null when unset."""
+        for schema in tool_schemas("openai", strict=True):
+            function = schema["function"]
+            properties = function["parameters"]["properties"]
+            arguments = {
+                name: ("x" if name != "query" or function["name"] != "memory_query" else "memory")
+                if prop["type"] == "string"
+                else None
+                for name, prop in properties.items()
+            }
+            assert set(arguments) == set(function["parameters"]["required"])
+            out = memory.call_tool(function["name"], json.dumps(arguments))
+            assert not out.startswith('{"error"'), (function["name"], out)
+
+
+# ----- a bounded memory_query text (§14) -------------------------------------------
+
+
+class TestBoundedQuery:
+    NOTICE = (
+        "[output cut at 65,536 bytes: narrow the query with a smaller limit, "
+        "filter(...) to fewer rows, or map(...) to fewer fields]"
+    )
+
+    def test_megabytes_are_cut_at_64_kib_and_say_so(self, memory: AgentMemory) -> None:
+        # 200 values of 20,001 bytes (3-byte characters, so a cut can fall
+        # inside one): the whole result is 4 MB of JSON.
+        memory.store.save_many([(f"big{i:03d}", "世" * 6667) for i in range(200)], caps=False)
+        query = "map(memory, .value)"  # a list of strings: not rows, so no row limit
+        whole = tools_module.query_text(memory.query(query))
+        assert len(whole.encode()) > 4_000_000
+        text = memory.call_tool("memory_query", {"query": query})
+        head, notice = text.split("\n")
+        assert notice == self.NOTICE
+        assert head == membolt.truncate(whole, 65_536)
+        assert head.endswith("...")
+        size = len(head.encode())
+        assert 65_536 - 3 < size <= 65_536 + 3  # the largest character boundary
+        head.encode("utf-8", "strict")  # whole characters only
+        assert len(text.encode()) < 66_000
+
+    def test_rows_are_cut_too(self, memory: AgentMemory) -> None:
+        memory.store.save_many([(f"row{i:03d}", "x" * 400) for i in range(300)], caps=False)
+        text = memory.call_tool("memory_query", {"query": "memory", "limit": 500})
+        head, notice = text.split("\n")
+        assert notice == self.NOTICE
+        assert head.startswith('{"count": 300, "rows": [')
+
+    def test_a_text_within_the_bound_is_whole_json(self, memory: AgentMemory) -> None:
+        memory.store.save_many([(f"k{i}", "v" * 100) for i in range(100)], caps=False)
+        text = memory.call_tool("memory_query", {"query": "memory", "limit": 500})
+        assert "\n" not in text
+        assert text == tools_module.query_text(memory.query("memory", 500))
+        assert json.loads(text)["count"] == 100
+
+    def test_exactly_at_the_bound_is_not_cut(self) -> None:
+        value = "a" * (65_536 - 2)  # with its quotes: 65,536 bytes
+        assert tools_module.query_tool_text(value) == json.dumps(value)
+        assert tools_module.query_tool_text(value + "a").endswith(self.NOTICE)
+
+    def test_the_command_line_prints_the_whole_result(self, memory: AgentMemory) -> None:
+        memory.store.save_many([(f"big{i}", "x" * 10_000) for i in range(10)], caps=False)
+        assert len(tools_module.query_text(memory.query("map(memory, .value)"))) > 100_000
+
+
+# ----- a busy store ------------------------------------------------------------------
+
+
+def test_busy_store_tells_the_model_to_retry(store_path: Path) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            WORKER,
+            "hold",
+            str(store_path),
+            "30",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        memory = AgentMemory(MemoryStore(store_path, timeout=0.2))
+        out = memory.call_tool("memory_save", {"key": "k", "value": "v"})
+        assert out == (
+            '{"error": "memory_save: the memory store is busy (another process is using it); '
+            'retry in a moment"}'
+        )
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert "k" not in MemoryStore(store_path).keys()

@@ -87,9 +87,12 @@ class AgentMemory:
 
     # ----- tools -----------------------------------------------------------
 
-    def tool_schemas(self, schema_format: tools.SchemaFormat = "openai") -> list[dict[str, Any]]:
-        """The five memory tools for OpenAI, Anthropic or MCP clients."""
-        return tools.tool_schemas(schema_format)
+    def tool_schemas(
+        self, schema_format: tools.SchemaFormat = "openai", *, strict: bool = False
+    ) -> list[dict[str, Any]]:
+        """The five memory tools for OpenAI (Chat Completions or Responses,
+        ``strict`` for Structured Outputs), Anthropic or MCP clients."""
+        return tools.tool_schemas(schema_format, strict=strict)
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
         """Run a memory tool call from the model; always returns text."""
@@ -99,7 +102,7 @@ class AgentMemory:
 
     def _run_query_tool(self, query: str, limit: object) -> str:
         try:
-            return tools.query_text(self.query(query, limit))
+            return tools.query_tool_text(self.query(query, limit))
         except QueryError as error:
             return tools.error_text(f"memory_query: {error}")
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import _core, doctor, tools, transfer
+from . import __version__, _core, doctor, tools, transfer
 from ._core import Entry
 from .errors import MemboltError
 from .store import MemoryStore, project_store_path
@@ -275,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="membolt", description="Persistent, project-scoped memory for LLM agents."
     )
+    parser.add_argument("--version", action="version", version=f"membolt {__version__}")
     _location_options(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -327,6 +328,16 @@ def _check_location(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--cwd needs a directory")
 
 
+def _check_project_directory(args: argparse.Namespace) -> None:
+    """``--cwd`` must name a directory that exists: a typo (in an MCP client's
+    configuration, say) would otherwise open a new, empty store, and the
+    project's memory would seem gone."""
+    cwd = getattr(args, "cwd", None)
+    if cwd is not None and not Path(cwd).is_dir():
+        problem = "is not a directory" if Path(cwd).exists() else "no such directory"
+        raise CommandError(f"--cwd {cwd}: {problem}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -335,6 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("membolt: error: standard output is closed", file=sys.stderr)
         return EXIT_ERROR
     try:
+        _check_project_directory(args)
         args.handler(args)
     except BrokenPipeError:
         # Output piped into `head`: not an error worth a traceback. (Before

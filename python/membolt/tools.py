@@ -1,9 +1,15 @@
 """The five LLM-callable memory tools (§4).
 
-Each tool is defined once (name, description, JSON-schema parameters) and
-exported in the shape each client expects: OpenAI function calling,
-Anthropic tool use, and MCP. :func:`run_tool` executes a call against a
-store and always answers text: a tool's output, or ``{"error": "..."}``.
+Each tool is defined once (name, description, JSON-schema parameters, MCP
+annotations) and exported in the shape each client expects: OpenAI function
+calling (plain or strict), the OpenAI Responses API, Anthropic tool use, and
+MCP. :func:`run_tool` executes a call against a store and always answers
+text: a tool's output, or ``{"error": "..."}``.
+
+Every text a tool returns is one line per line for any reader: keys and
+values are neutralised (§5.4) in the listings, and the JSON the tools print
+escapes the three line separators JSON leaves raw (U+0085, U+2028, U+2029).
+A ``memory_query`` text is bounded (§14).
 """
 
 from __future__ import annotations
@@ -15,11 +21,14 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from . import _core
-from .errors import MemboltError
+from .errors import MemboltError, StoreBusyError
 from .sanitize import clean_text
 from .store import MemoryStore
 
-SchemaFormat = Literal["openai", "anthropic", "mcp"]
+SchemaFormat = Literal["openai", "responses", "anthropic", "mcp"]
+SCHEMA_FORMATS: Final[tuple[SchemaFormat, ...]] = ("openai", "responses", "anthropic", "mcp")
+#: The formats with an OpenAI strict mode (Structured Outputs).
+STRICT_FORMATS: Final[tuple[SchemaFormat, ...]] = ("openai", "responses")
 
 SEARCH_LIMIT: Final = 20
 QUERY_LIMIT: Final = 50  # rows of a memory_query result by default
@@ -27,6 +36,40 @@ QUERY_MAX_LIMIT: Final = 500
 LIST_LIMIT: Final = 500
 VALUE_LIMIT: Final = 500  # bytes of a value shown by memory_search
 ERROR_LIMIT: Final = 500  # bytes of an error message
+#: §14: bytes of a memory_query text before it is cut (64 KiB).
+QUERY_TEXT_LIMIT: Final = 65_536
+BUSY_MESSAGE: Final = "the memory store is busy (another process is using it); retry in a moment"
+
+
+@dataclass(frozen=True)
+class ToolAnnotations:
+    """MCP tool annotations: hints about what a call does, for a client
+    deciding whether to ask the user first or whether a retry is safe (a
+    client must not trust them from an unknown server; they never replace a
+    check). Every memory tool works on the project's store and nothing else,
+    so none is open-world."""
+
+    title: str
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool = False
+
+    def to_mcp(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+
+def _reader(title: str) -> ToolAnnotations:
+    """A tool that only reads. (The destructive and idempotent hints mean
+    nothing for a read-only tool; they are given for clients that read them
+    anyway.)"""
+    return ToolAnnotations(title, read_only=True, destructive=False, idempotent=True)
 
 
 @dataclass(frozen=True)
@@ -34,6 +77,13 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    annotations: ToolAnnotations
+
+    @property
+    def argument_names(self) -> tuple[str, ...]:
+        """The arguments the tool takes, in schema order (the dispatcher
+        refuses any other)."""
+        return tuple(self.parameters["properties"])
 
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -55,9 +105,20 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             {
                 "key": {"type": "string", "description": "Short, descriptive, unique key."},
                 "value": {"type": "string", "description": "The fact to remember."},
+                "type": {
+                    "type": "string",
+                    "description": "The entry's type (e.g. decision, progress, error); "
+                    "inferred from the key when omitted.",
+                },
             },
             ["key", "value"],
         ),
+        # Not read-only; destructive because saving under an existing key
+        # replaces the fact stored there (the old value is gone), so a client
+        # that confirms destructive calls must not take a save for an append;
+        # idempotent because saving the same arguments again leaves the same
+        # entry (only its write stamp moves).
+        ToolAnnotations("Save a memory", read_only=False, destructive=True, idempotent=True),
     ),
     ToolSpec(
         "memory_search",
@@ -67,16 +128,20 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             {"query": {"type": "string", "description": "Text to look for."}},
             ["query"],
         ),
+        _reader("Search memory"),
     ),
     ToolSpec(
         "memory_delete",
         "Delete one entry from persistent memory by its exact key.",
         _object({"key": {"type": "string", "description": "The key to delete."}}, ["key"]),
+        # Deleting a key again changes nothing more.
+        ToolAnnotations("Delete a memory", read_only=False, destructive=True, idempotent=True),
     ),
     ToolSpec(
         "memory_list",
         "List the keys stored in persistent memory (no values; use memory_search for content).",
         _object({}, []),
+        _reader("List memory keys"),
     ),
     ToolSpec(
         "memory_query",
@@ -95,6 +160,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             },
             ["query"],
         ),
+        _reader("Query memory"),
     ),
 )
 
@@ -108,43 +174,103 @@ ALIASES: Final[dict[str, str]] = {
 }
 
 
-def tool_schemas(schema_format: SchemaFormat = "openai") -> list[dict[str, Any]]:
-    """The five tools in the shape ``schema_format`` expects."""
+def tool_schemas(
+    schema_format: SchemaFormat = "openai", *, strict: bool = False
+) -> list[dict[str, Any]]:
+    """The five tools in the shape ``schema_format`` expects.
+
+    ``"openai"``: Chat Completions function tools; ``"responses"``: the flat
+    function tools of the Responses API; ``"anthropic"``: Anthropic tool use;
+    ``"mcp"``: MCP ``Tool`` objects, with their annotations.
+
+    ``strict=True`` (``"openai"`` and ``"responses"``) gives OpenAI's strict
+    form (Structured Outputs): every property is required, an optional one
+    is nullable (the model sends ``null`` for "not given", which the
+    dispatcher takes as absent), and the tool says ``"strict": true``.
+    """
+    if schema_format not in SCHEMA_FORMATS:
+        raise ValueError(
+            f"unknown schema format {schema_format!r}; "
+            f"expected one of {', '.join(map(repr, SCHEMA_FORMATS))}"
+        )
+    if strict and schema_format not in STRICT_FORMATS:
+        raise ValueError(
+            f"strict=True is an option of the OpenAI formats ({', '.join(STRICT_FORMATS)}), "
+            f"not of {schema_format!r}"
+        )
+    return [_export(t, schema_format, strict) for t in TOOLS]
+
+
+def _export(tool: ToolSpec, schema_format: SchemaFormat, strict: bool) -> dict[str, Any]:
+    parameters = strict_parameters(tool.parameters) if strict else tool.parameters
     if schema_format == "openai":
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in TOOLS
-        ]
+        function: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": parameters,
+        }
+        if strict:
+            function["strict"] = True
+        return {"type": "function", "function": function}
+    if schema_format == "responses":
+        return {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": parameters,
+            "strict": strict,
+        }
     if schema_format == "anthropic":
-        return [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in TOOLS
-        ]
-    if schema_format == "mcp":
-        return [
-            {"name": t.name, "description": t.description, "inputSchema": t.parameters}
-            for t in TOOLS
-        ]
-    raise ValueError(
-        f"unknown schema format {schema_format!r}; expected 'openai', 'anthropic' or 'mcp'"
-    )
+        return {"name": tool.name, "description": tool.description, "input_schema": parameters}
+    return {
+        "name": tool.name,
+        "title": tool.annotations.title,
+        "description": tool.description,
+        "inputSchema": parameters,
+        "annotations": tool.annotations.to_mcp(),
+    }
+
+
+def strict_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """``parameters`` (a flat object schema) in OpenAI's strict form: every
+    property listed in ``required``, each optional one made nullable
+    (``"type": ["integer", "null"]``), no other properties allowed."""
+    required = set(parameters["required"])
+    properties: dict[str, Any] = {}
+    for name, schema in parameters["properties"].items():
+        if name in required:
+            properties[name] = dict(schema)
+        else:
+            properties[name] = {**schema, "type": [schema["type"], "null"]}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+#: JSON leaves these three as they are inside strings (with non-ASCII kept),
+#: and each ends a line for some reader (Python's ``str.splitlines()``, the
+#: Unicode line-breaking rules); escaped, the JSON means the same and stays
+#: one line. (Every other such character is a control JSON escapes anyway.)
+_JSON_LINE_BREAK_ESCAPES: Final = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def _json_line(value: object, **options: Any) -> str:
+    """``json.dumps`` with non-ASCII kept, as one line for every reader."""
+    return json.dumps(value, ensure_ascii=False, **options).translate(_JSON_LINE_BREAK_ESCAPES)
 
 
 def quote(key: str) -> str:
-    """A key as the tools print it: JSON-quoted, non-ASCII kept."""
-    return json.dumps(key, ensure_ascii=False)
+    """A key as the tools print it: JSON-quoted, non-ASCII kept (but for the
+    line separators, escaped so that the text stays one line)."""
+    return _json_line(key)
 
 
 def error_text(message: str) -> str:
     """The JSON error object a tool returns instead of raising."""
-    return json.dumps({"error": _core.truncate(message, ERROR_LIMIT)}, ensure_ascii=False)
+    return _json_line({"error": _core.truncate(message, ERROR_LIMIT)})
 
 
 class ToolError(Exception):
@@ -180,10 +306,20 @@ def _text_argument(tool: str, arguments: Mapping[str, Any], name: str) -> str:
     return value
 
 
+def _optional_text_argument(tool: str, arguments: Mapping[str, Any], name: str) -> str | None:
+    """An optional string argument (absent or null: None; any string as is)."""
+    value = arguments.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ToolError(f"{tool}: {name} must be a string, not {type(value).__name__}")
+    return value
+
+
 def memory_save(store: MemoryStore, arguments: Mapping[str, Any]) -> str:
     key = _text_argument("memory_save", arguments, "key")
     value = _text_argument("memory_save", arguments, "value")
-    store.save(key, value)
+    # §1.3: None infers the type (new key) or keeps it (existing key).
+    entry_type = _optional_text_argument("memory_save", arguments, "type")
+    store.save(key, value, type=entry_type)
     return f"Saved memory entry {quote(key)} ({len(value.encode())} bytes)"
 
 
@@ -221,6 +357,8 @@ def memory_list(store: MemoryStore, arguments: Mapping[str, Any]) -> str:
     return "".join(lines)
 
 
+_SPECS: Final[dict[str, ToolSpec]] = {tool.name: tool for tool in TOOLS}
+
 _HANDLERS: Final[dict[str, Callable[[MemoryStore, Mapping[str, Any]], str]]] = {
     "memory_save": memory_save,
     "memory_search": memory_search,
@@ -250,12 +388,51 @@ def query_limit(limit: object) -> int:
 
 
 def query_text(result: object) -> str:
-    """A query result as the tool prints it: JSON with sorted keys. JSON has
-    no NaN or infinity; such a number (``0/0``) is printed as ``null``."""
+    """A query result as JSON with sorted keys, whole (the ``membolt query``
+    command). JSON has no NaN or infinity; such a number (``0/0``) is printed
+    as ``null``."""
     try:
-        return json.dumps(result, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        return _json_line(result, sort_keys=True, allow_nan=False)
     except ValueError:
-        return json.dumps(_finite(result), sort_keys=True, ensure_ascii=False, allow_nan=False)
+        return _json_line(_finite(result), sort_keys=True, allow_nan=False)
+
+
+def query_tool_text(result: object, limit: int = QUERY_TEXT_LIMIT) -> str:
+    """A query result as the ``memory_query`` tool returns it (§9.3, §14):
+    :func:`query_text`, but a text longer than ``limit`` bytes is cut (§6.8,
+    at a character boundary, ``...`` appended) and a last line says so and
+    how to narrow the query.
+
+    The cut text stays the JSON text itself, not a JSON string wrapping it:
+    the model reads the rows as they are (escaped again they would be longer
+    and harder to read), and a program that parses the text fails loudly
+    instead of taking part of a result for all of it. Encoding stops soon
+    after ``limit`` bytes, so a result of megabytes costs no more than that.
+    """
+    try:
+        return _bounded_json(result, limit)
+    except ValueError:
+        return _bounded_json(_finite(result), limit)
+
+
+def _bounded_json(result: object, limit: int) -> str:
+    encoder = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False)
+    chunks: list[str] = []
+    size = 0
+    for raw in encoder.iterencode(result):
+        chunk = raw.translate(_JSON_LINE_BREAK_ESCAPES)
+        chunks.append(chunk)
+        size += len(chunk.encode("utf-8", "surrogatepass"))  # a task row may hold one
+        if size > limit:
+            break
+    else:
+        return "".join(chunks)
+    head = _core.truncate("".join(chunks), limit)
+    return (
+        f"{head}\n"
+        f"[output cut at {limit:,} bytes: narrow the query with a smaller limit, "
+        "filter(...) to fewer rows, or map(...) to fewer fields]"
+    )
 
 
 def _finite(value: object) -> object:
@@ -277,6 +454,20 @@ def canonical_name(name: object) -> str | None:
     return name if name in TOOL_NAMES else None
 
 
+def _check_argument_names(tool: str, arguments: Mapping[str, Any]) -> None:
+    """Refuse every argument the tool does not take (the schemas say
+    ``additionalProperties: false``; a misspelt argument must not be
+    dropped without a word)."""
+    expected = _SPECS[tool].argument_names
+    unknown = [name for name in arguments if name not in expected]
+    if not unknown:
+        return
+    names = ", ".join(quote(clean_text(name)) for name in unknown)
+    plural = "s" if len(unknown) > 1 else ""
+    takes = f"expected {', '.join(expected)}" if expected else "it takes no arguments"
+    raise ToolError(f"{tool}: unknown argument{plural} {names}; {takes}")
+
+
 def run_tool(
     store: MemoryStore,
     name: object,
@@ -291,6 +482,9 @@ def run_tool(
         )
     try:
         parsed = parse_arguments(tool, arguments)
+        _check_argument_names(tool, parsed)
+        # OpenAI's strict mode sends every argument, null for one not given.
+        parsed = {key: value for key, value in parsed.items() if value is not None}
         if tool == "memory_query":
             if run_query is None:
                 raise ToolError("memory_query: not available")
@@ -298,6 +492,9 @@ def run_tool(
         return _HANDLERS[tool](store, parsed)
     except ToolError as error:
         return error_text(str(error))
+    except StoreBusyError:
+        # The model can do something about this one: wait and call again.
+        return error_text(f"{tool}: {BUSY_MESSAGE}")
     except (MemboltError, ValueError, TypeError, KeyError, OSError) as error:
         return error_text(f"{tool}: {error}")
     except Exception as error:  # §4: the dispatcher never raises

@@ -207,9 +207,11 @@ NO_BONUS_TYPES = ("", "note", "fact")
 #: bidi embeddings/overrides U+202A-U+202E and isolates U+2066-U+2069.
 REPLACED_CHARS = frozenset(
     [chr(code) for code in range(0x20) if chr(code) != "\t"]
-    + [chr(0x7F)]
+    + [chr(code) for code in range(0x7F, 0xA0)]  # DEL, C1 controls (0.2)
+    + ["\u2028", "\u2029", "\u200e", "\u200f", "\u061c"]  # (0.2)
     + [chr(code) for code in range(0x202A, 0x202F)]
     + [chr(code) for code in range(0x2066, 0x206A)]
+    + [chr(code) for code in range(0xE0000, 0xE0080)]  # tag characters (0.2)
 )
 #: §5.5: a marker of at most this many characters must equal a token.
 SHORT_MARKER_CHARS = 3
@@ -289,8 +291,9 @@ def flatten(text: str) -> str:
 
 
 def flatten_plain(text: str) -> str:
-    """``memory_search`` flattening (§4): §5.4 flattening only, nothing escaped."""
-    return flatten(text)
+    """``memory_search``/``memory_list`` text (§4, §5.4 (0.2)): flattened and
+    neutralised, no XML escaping."""
+    return "".join("\ufffd" if is_replaced(char) else char for char in flatten(text))
 
 
 def truncate(text: str, limit: int) -> str:

@@ -1,0 +1,3 @@
+from membolt.cli import main
+
+raise SystemExit(main())
