@@ -9,8 +9,9 @@ interpreter (BEHAVIOUR §13 target: p50 <= 150 ms from a new process).
 
 Each round runs every case once, in turn, so all cases see the same machine
 load; compare the figures of one run only. A case is the command that
-``membolt install claude-code`` writes (``<python> -m membolt.cli hook
-claude-code``) with one event's JSON on stdin, in the project directory;
+``membolt install claude-code`` writes for that interpreter (the
+environment's ``membolt`` script: ``.../bin/membolt hook claude-code``)
+with one event's JSON on stdin, in the project directory;
 the baselines are ``python -c pass`` (the floor: the interpreter alone) and
 ``python -c "import membolt"``. "hook's own" is a case's p50 minus the
 floor's. The store is the agent-shaped store of ``benches/bench_render.py``
@@ -59,19 +60,22 @@ Handler fixed, middleware updated; CI pending.
 
 
 def payloads(project: str, focus: str) -> dict[str, dict[str, object]]:
+    """The events of one round, in order. Stop saves the turn of the prompt
+    before it: the matching one, so that the other prompt's words stay out
+    of the store (the turn record holds the prompt)."""
     common = {"session_id": "bench-session", "cwd": project, "transcript_path": "/dev/null"}
     bash_response = {"stdout": "12 passed in 0.41s\n", "stderr": "", "interrupted": False}
     return {
         "SessionStart": {**common, "hook_event_name": "SessionStart", "source": "startup"},
-        "UserPromptSubmit (matches)": {
-            **common,
-            "hook_event_name": "UserPromptSubmit",
-            "prompt": focus,
-        },
         "UserPromptSubmit (no match)": {
             **common,
             "hook_event_name": "UserPromptSubmit",
             "prompt": "Please zqxj the vwkp",
+        },
+        "UserPromptSubmit (matches)": {
+            **common,
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": focus,
         },
         "PostToolUse Bash (captured)": {
             **common,
@@ -113,6 +117,18 @@ def time_run(argv: list[str], stdin: bytes, cwd: str, env: dict[str, str]) -> tu
         raise RuntimeError(f"{argv} exited {done.returncode}: {done.stderr.decode()}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return elapsed * 1e3, cpu * 1e3
+
+
+def installed_command(python: str) -> list[str]:
+    """What ``membolt install claude-code`` run by ``python`` writes."""
+    ask = (
+        "import json\n"
+        "from membolt.claude_code.install import membolt_argv\n"
+        "print(json.dumps(membolt_argv()))"
+    )
+    done = subprocess.run([python, "-c", ask], capture_output=True, text=True, check=True)
+    command: list[str] = json.loads(done.stdout)
+    return command
 
 
 def agent_store(size: int) -> tuple[Path, str]:
@@ -167,7 +183,7 @@ def main() -> None:
                 "python -c pass": ([python, "-c", "pass"], b""),
                 "python -c 'import membolt'": ([python, "-c", "import membolt"], b""),
             }
-            hook = [python, "-m", "membolt.cli", "hook", "claude-code"]
+            hook = [*installed_command(python), "hook", "claude-code"]
             for name, payload in payloads(str(project), focus).items():
                 cases[name] = (hook, json.dumps(payload).encode())
             setups.append((python, str(project), env, cases))

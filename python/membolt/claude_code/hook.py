@@ -3,17 +3,17 @@
 Claude Code starts the command for each event it is registered for and
 writes the event's JSON object to its stdin (BEHAVIOUR §13):
 
-=================  ===========================================  ===============
-event              memory                                       stdout
-=================  ===========================================  ===============
-SessionStart       ``start_session(resumed=source != startup)``  the §5.9 section
-UserPromptSubmit   the prompt is kept for the turn (``turns``)  a focused block,
-                                                                when it matches
-PostToolUse        ``after_tool`` (captured tools only)          nothing
-PostCompact        ``auto_capture(compact_summary)``             nothing
-Stop               ``after_turn(prompt, last_assistant_message)`` nothing
-anything else      nothing                                      nothing
-=================  ===========================================  ===============
+- ``SessionStart``: ``start_session(resumed=source != "startup")``; prints
+  the §5.9 section (focus ``""``) as context for Claude;
+- ``UserPromptSubmit``: keeps the prompt for the turn (``turns.py``); prints
+  ``render(prompt, 200)`` as context when some entry matches the prompt's
+  significant words (``focus.py``), else nothing;
+- ``PostToolUse``: ``after_tool`` with the result as text, for the tools on
+  the capture list (``tool_text.py``); the others open nothing;
+- ``PostCompact``: ``auto_capture(compact_summary)``;
+- ``Stop``: ``after_turn(<the turn's prompt>, last_assistant_message)`` (the
+  reply read from the transcript when the payload lacks it);
+- any other event: nothing.
 
 A hook must never disturb the session: :func:`run` returns 0 whatever
 happens (bad JSON, missing fields, a busy or damaged store, an unwritable

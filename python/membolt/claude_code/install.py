@@ -18,8 +18,9 @@ when it is set), and the server serves the project Claude Code is started
 in. The JSON is merged, never replaced: every other setting, hook and
 server is kept; running install twice changes nothing the second time, and
 uninstall removes exactly the handlers and the server install adds (and the
-containers left empty by their removal). A file that is not a JSON object
-is refused before anything is written. Each file is written to a temporary
+containers their removal leaves empty; a file left holding nothing is
+deleted, except ``~/.claude.json``, Claude Code's own state file). A file
+that is not a JSON object is refused before anything is written. Each file is written to a temporary
 file beside it and renamed over it, with the old file's mode (through a
 symbolic link, its target is replaced).
 
