@@ -487,6 +487,8 @@ def test_a_busy_store_never_disturbs_the_session(project: Path) -> None:
         for name in ("session_start", "user_prompt_submit", "post_tool_use_bash", "post_compact"):
             line = undisturbing(hook(fixture(name, project), project, "--timeout", "0.3"))
             assert "StoreBusyError" in line, name
+            if name == "session_start":  # no render after the failed write (a second wait)
+                assert "start_session could not save" in line
         # Stop takes the prompt kept above, then cannot save the turn.
         line = undisturbing(hook(fixture("stop", project), project, "--timeout", "0.3"))
         assert "after_turn" in line
@@ -696,10 +698,15 @@ def test_the_installed_command_runs_the_hook(project: Path) -> None:
 
 def test_install_twice_is_install_once(project: Path) -> None:
     installs("install", "claude-code", cwd=project)
-    first = {name: (project / name).read_bytes() for name in (".claude/settings.json", ".mcp.json")}
+    # A group the user adds after membolt's stays after it.
+    settings_path = project / ".claude" / "settings.json"
+    settings = read(settings_path)
+    settings["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "say done"}]})
+    install.write_json_object(settings_path, settings)
+    first = contents(project)
     out = installs("install", "claude-code", cwd=project)
-    assert "already" in out
-    assert {name: (project / name).read_bytes() for name in first} == first
+    assert out.count("already") == 2, out
+    assert contents(project) == first
 
 
 OTHER_SETTINGS: dict[str, Any] = {
