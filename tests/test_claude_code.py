@@ -769,10 +769,15 @@ def test_uninstall_removes_exactly_what_install_added(project: Path) -> None:
     }
     assert not (project / ".mcp.json").exists()  # it held only membolt's server
     out = installs("uninstall", "claude-code", cwd=project)
-    assert "no membolt's hooks" in out
+    assert "membolt's hooks not found in" in out
     assert read(settings_path) == {
         "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}
     }
+
+
+def test_uninstall_where_nothing_was_installed_writes_nothing(project: Path) -> None:
+    assert installs("uninstall", "claude-code", cwd=project).count("not found in") == 2
+    assert files_in(project) == set()
 
 
 def test_install_then_uninstall_leaves_a_fresh_project_as_it_was(project: Path) -> None:

@@ -383,5 +383,5 @@ def uninstall(scope: Scope, directory: str | os.PathLike[str] | None = None) -> 
                 path.unlink()  # nothing is left in it but what install wrote
             report.append(f"removed {what} from {path}")
         else:
-            report.append(f"no {what} in {path}")
+            report.append(f"{what} not found in {path}")
     return report
