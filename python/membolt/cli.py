@@ -19,7 +19,7 @@ from ._core import Entry
 from .errors import MemboltError
 from .store import MemoryStore, project_store_path
 
-# The modules only some commands need are imported by those commands: every
+# The modules only some commands need are imported by those commands: each
 # command is a new process, and `membolt hook` runs for every event of an
 # agent's session.
 
@@ -293,30 +293,26 @@ def cmd_hook(args: argparse.Namespace) -> None:
     )
 
 
-def _settings_command(args: argparse.Namespace) -> list[str]:
+def cmd_settings(args: argparse.Namespace) -> None:
+    """``install`` and ``uninstall``: one line per settings file touched."""
     from .claude_code import install
 
     if getattr(args, "db", None) is not None or getattr(args, "cwd", None) is not None:
         raise CommandError(f"{args.command} takes --dir DIR, not --db or --cwd")
     try:
         if args.command == "install":
-            return install.install(args.scope, args.dir, args.capture)
-        return install.uninstall(args.scope, args.dir)
+            report = install.install(args.scope, args.dir, args.capture)
+        else:
+            report = install.uninstall(args.scope, args.dir)
     except install.SettingsError as error:
         raise CommandError(str(error)) from None
-
-
-def cmd_install(args: argparse.Namespace) -> None:
-    for line in _settings_command(args):
-        print(line)
-
-
-def cmd_uninstall(args: argparse.Namespace) -> None:
-    for line in _settings_command(args):
+    for line in report:
         print(line)
 
 
 # ----- parser --------------------------------------------------------------
+
+HOOK_HELP = "handle one agent hook event read from stdin"
 
 
 def _location_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -381,11 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=("text", "dot", "mermaid"), default="text")
     command("mcp", cmd_mcp, "serve the memory tools to an MCP client over stdio")
     _hook_arguments(command("hook", cmd_hook, HOOK_HELP))
-    for name, handler, help_text in (
-        ("install", cmd_install, "add membolt's hooks and MCP server to the agent's settings"),
-        ("uninstall", cmd_uninstall, "remove what install added"),
+    for name, help_text in (
+        ("install", "add membolt's hooks and MCP server to the agent's settings"),
+        ("uninstall", "remove what install added"),
     ):
-        sub = command(name, handler, help_text)
+        sub = command(name, cmd_settings, help_text)
         sub.add_argument("agent", choices=("claude-code",))
         sub.add_argument("--scope", choices=("project", "user"), default="project")
         sub.add_argument(
@@ -394,9 +390,6 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "install":
             _capture_option(sub)
     return parser
-
-
-HOOK_HELP = "handle one agent hook event read from stdin"
 
 
 def _capture_option(parser: argparse.ArgumentParser) -> None:
@@ -442,8 +435,16 @@ def _reported_errors() -> tuple[type[Exception], ...]:
     """The failures a command reports as one line (exit status 1)."""
     from .tools import ToolError
 
-    reported = (CommandError, MemboltError, ToolError, ValueError, TypeError, KeyError, OSError)
-    return (*reported, OverflowError)
+    return (
+        CommandError,
+        MemboltError,
+        ToolError,
+        ValueError,
+        TypeError,
+        KeyError,
+        OSError,
+        OverflowError,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
