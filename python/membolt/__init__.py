@@ -4,23 +4,30 @@ from __future__ import annotations
 
 import atexit
 import os
+from typing import TYPE_CHECKING, Any
 
 from . import _core
-from ._core import Entry, truncate
-from .agent import AgentMemory
+
+# Eager, and before anything imports the submodule of the same name: the
+# import system binds a package attribute to each submodule it loads, which
+# would make ``membolt.classify`` the module instead of the function.
 from .classify import classify, parent_type
-from .errors import (
-    ArgumentTypeError,
-    CorruptStoreError,
-    MemboltError,
-    QueryError,
-    StoreBusyError,
-    StoreError,
-    StoreVersionError,
-)
-from .extract import ExtractionConfig
-from .prompt import system_prompt_section
-from .store import Batch, MemoryStore, encode_cwd, get_or_create_store, project_store_path
+
+if TYPE_CHECKING:
+    from ._core import Entry, truncate
+    from .agent import AgentMemory
+    from .errors import (
+        ArgumentTypeError,
+        CorruptStoreError,
+        MemboltError,
+        QueryError,
+        StoreBusyError,
+        StoreError,
+        StoreVersionError,
+    )
+    from .extract import ExtractionConfig
+    from .prompt import system_prompt_section
+    from .store import Batch, MemoryStore, encode_cwd, get_or_create_store, project_store_path
 
 __all__ = [
     "AgentMemory",
@@ -45,6 +52,46 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+# The public names, each imported from its module on first use: a process
+# that needs only part of membolt (a Claude Code hook runs in a new process
+# for every event) does not pay for importing the rest. Every name of
+# __all__ is here or imported above; a test checks that the lists agree.
+_LAZY: dict[str, str] = {
+    "AgentMemory": "agent",
+    "ArgumentTypeError": "errors",
+    "Batch": "store",
+    "CorruptStoreError": "errors",
+    "Entry": "_core",
+    "ExtractionConfig": "extract",
+    "MemboltError": "errors",
+    "MemoryStore": "store",
+    "QueryError": "errors",
+    "StoreBusyError": "errors",
+    "StoreError": "errors",
+    "StoreVersionError": "errors",
+    "encode_cwd": "store",
+    "get_or_create_store": "store",
+    "project_store_path": "store",
+    "system_prompt_section": "prompt",
+    "truncate": "_core",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 # Leases (a store kept open during a burst of calls) are closed cleanly at
 # exit, and never carried across fork() into a child; fork() waits for store

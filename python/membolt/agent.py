@@ -9,6 +9,11 @@ dispatcher; the agent's tool calls and task list feed ``memory_query``.
 Hooks never raise: an agent loop must not die because memory could not be
 written (a busy store, hostile text). A failure is logged on the
 ``membolt`` logger and the hook returns 0.
+
+The extraction rules, the tools and the compaction parser are imported when
+first used: a process that only records a session and renders the prompt
+section (a Claude Code ``SessionStart`` hook, a new process per event) does
+not pay for them.
 """
 
 from __future__ import annotations
@@ -20,22 +25,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from . import _core, tools
-from .compaction import parse_summary
+from . import _core
 from .errors import QueryError
-from .extract import (
-    DEFAULT_CONFIG,
-    ExtractionConfig,
-    Fact,
-    extract_thinking,
-    extract_tool_result,
-    extract_turn,
-    turn_record,
-)
 from .sanitize import clean_text
 from .store import MemoryStore
+
+if TYPE_CHECKING:
+    from . import tools
+    from .extract import ExtractionConfig, Fact
 
 TOOL_LOG_SIZE: Final = 200
 SESSION_CONFIG_KEY: Final = "session:config"
@@ -62,11 +61,11 @@ class AgentMemory:
         self,
         store: MemoryStore,
         *,
-        config: ExtractionConfig = DEFAULT_CONFIG,
+        config: ExtractionConfig | None = None,
         clock: Callable[[], int] = _now_ms,
     ) -> None:
         self.store = store
-        self.config = config
+        self._config = config
         self._clock = clock
         self._tool_calls: deque[dict[str, Any]] = deque(maxlen=TOOL_LOG_SIZE)
         # The newest call logged by call_tool(), until the next logged call:
@@ -74,6 +73,20 @@ class AgentMemory:
         self._echo_of: dict[str, Any] | None = None
         self._tasks: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+
+    @property
+    def config(self) -> ExtractionConfig:
+        """The extraction switches and capture list (default: every mechanism
+        on, the §6.6 capture list)."""
+        if self._config is None:
+            from .extract import DEFAULT_CONFIG
+
+            self._config = DEFAULT_CONFIG
+        return self._config
+
+    @config.setter
+    def config(self, config: ExtractionConfig) -> None:
+        self._config = config
 
     # ----- the system prompt ----------------------------------------------
 
@@ -92,15 +105,21 @@ class AgentMemory:
     ) -> list[dict[str, Any]]:
         """The five memory tools for OpenAI (Chat Completions or Responses,
         ``strict`` for Structured Outputs), Anthropic or MCP clients."""
+        from . import tools
+
         return tools.tool_schemas(schema_format, strict=strict)
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
         """Run a memory tool call from the model; always returns text."""
+        from . import tools
+
         result = tools.run_tool(self.store, name, arguments, self._run_query_tool)
         self._log_tool_call(name, arguments, result, from_call_tool=True)
         return result
 
     def _run_query_tool(self, query: str, limit: object) -> str:
+        from . import tools
+
         try:
             return tools.query_tool_text(self.query(query, limit))
         except QueryError as error:
@@ -111,6 +130,8 @@ class AgentMemory:
     def after_turn(self, user_input: str, response: str) -> int:
         """Extract facts from one user turn and the model's reply; returns how
         many were saved (``turn:last`` is saved too, and not counted)."""
+
+        from .extract import extract_turn, turn_record
 
         def run() -> int:
             turn_input, turn_response = clean_text(user_input), clean_text(response)
@@ -124,6 +145,8 @@ class AgentMemory:
     def after_tool(self, name: str, arguments: object, result: str) -> int:
         """Record a tool call the agent ran and extract facts from its result
         (for tools on the capture list); returns how many were saved."""
+        from .extract import extract_tool_result
+
         self._log_tool_call(name, arguments, result)
         return self._guarded(
             "after_tool",
@@ -134,6 +157,8 @@ class AgentMemory:
 
     def save_thinking(self, text: str) -> int:
         """Keep the model's reasoning for this round (§6.9); 1, or 0 if empty."""
+        from .extract import extract_thinking
+
         return self._guarded(
             "save_thinking",
             lambda: self._save_facts(
@@ -143,6 +168,7 @@ class AgentMemory:
 
     def auto_capture(self, summary: str) -> int:
         """Capture a compaction summary (§7); returns the entries written."""
+        from .compaction import parse_summary
 
         def run() -> int:
             facts = parse_summary(clean_text(summary))
@@ -226,16 +252,18 @@ class AgentMemory:
 
     # ----- relations for memory_query ----------------------------------------
 
-    def query(
-        self, expression: str, limit: object = tools.QUERY_LIMIT, *, memory_cap: int | None = None
-    ) -> Any:
+    def query(self, expression: str, limit: object = None, *, memory_cap: int | None = None) -> Any:
         """Evaluate a ``memory_query`` expression (§9).
 
         Relations: ``memory`` (every entry, or the newest ``memory_cap``),
         ``tool_calls`` and ``tasks`` of this agent. A list of rows comes back
         as ``{"count": N, "rows": [...first limit...], "truncated": bool}``,
-        any other value as it is. Raises :class:`~membolt.QueryError`.
+        any other value as it is. ``limit`` follows §9.3 (the default, and
+        anything that is not a positive number, is 50; at most 500). Raises
+        :class:`~membolt.QueryError`.
         """
+        from . import tools
+
         if not isinstance(expression, str):
             raise QueryError("query must be a string", kind="compile")
         return self.store.query(

@@ -11,16 +11,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
-from collections import Counter
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, _core, doctor, tools, transfer
+from . import __version__, _core
 from ._core import Entry
 from .errors import MemboltError
 from .store import MemoryStore, project_store_path
+
+# The modules only some commands need are imported by those commands: each
+# command is a new process, and `membolt hook` runs for every event of an
+# agent's session.
 
 EXIT_ERROR = 1
 
@@ -48,6 +49,8 @@ def open_store(args: argparse.Namespace, *, writes: bool = False) -> MemoryStore
 
 def _iso(ms: int) -> str:
     """A stamp as UTC date and time; one no calendar can show, as a number."""
+    from datetime import datetime, timezone
+
     try:
         moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
     except (ValueError, OverflowError, OSError):
@@ -59,11 +62,15 @@ def _iso(ms: int) -> str:
 
 
 def cmd_save(args: argparse.Namespace) -> None:
+    from . import tools
+
     entry = open_store(args, writes=True).save(args.key, args.value, type=args.type)
     print(f"saved {tools.quote(entry.key)} [{entry.type}]")
 
 
 def cmd_get(args: argparse.Namespace) -> None:
+    from . import tools
+
     entry = open_store(args).get(args.key)
     if entry is None:
         raise CommandError(f"no memory entry {tools.quote(args.key)}")
@@ -71,6 +78,8 @@ def cmd_get(args: argparse.Namespace) -> None:
 
 
 def cmd_delete(args: argparse.Namespace) -> None:
+    from . import tools
+
     if not open_store(args).delete(args.key):
         raise CommandError(f"no memory entry {tools.quote(args.key)}")
     print(f"deleted {tools.quote(args.key)}")
@@ -82,6 +91,8 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> None:
+    from . import tools
+
     if not args.query.strip():
         raise CommandError("the search query is empty")
     text = tools.memory_search(open_store(args), {"query": args.query})
@@ -89,6 +100,8 @@ def cmd_search(args: argparse.Namespace) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
+    from collections import Counter
+
     store = open_store(args)
     entries = store.entries()
     print(f"store:   {store.location}")
@@ -106,6 +119,8 @@ def cmd_stats(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
+    from . import transfer
+
     store = open_store(args)
     if args.output in (None, "-"):
         count = transfer.export(store, sys.stdout)
@@ -117,6 +132,10 @@ def cmd_export(args: argparse.Namespace) -> None:
 def _export_to_file(store: MemoryStore, output: Path) -> int:
     """Writes the export next to ``output`` and renames it into place, so a
     failed export leaves an existing file (an older backup) as it was."""
+    import tempfile
+
+    from . import transfer
+
     if store.path is not None:
         store_path = Path(store.path)
         suffixes = _core.STORE_COMPANION_SUFFIXES
@@ -136,6 +155,8 @@ def _export_to_file(store: MemoryStore, output: Path) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> None:
+    from . import transfer
+
     show_progress = sys.stderr.isatty()
 
     def progress(lines: int) -> None:
@@ -153,6 +174,7 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> None:
+    from . import tools
     from .agent import AgentMemory
 
     result = AgentMemory(open_store(args)).query(args.expression, args.limit)
@@ -160,6 +182,8 @@ def cmd_query(args: argparse.Namespace) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> None:
+    from . import doctor
+
     path = _store_location(args)
     if not path.exists():
         raise CommandError(f"no store at {path}")
@@ -184,6 +208,8 @@ def cmd_render(args: argparse.Namespace) -> None:
 
 
 def cmd_graph(args: argparse.Namespace) -> None:
+    from . import tools
+
     store = open_store(args)
     if args.key is not None and args.key not in store:
         raise CommandError(f"no memory entry {tools.quote(args.key)}")
@@ -249,7 +275,47 @@ def cmd_demo(args: argparse.Namespace) -> None:
     run_demo()
 
 
+def cmd_hook(args: argparse.Namespace) -> None:
+    """Never fails and never exits non-zero (§13): see
+    ``membolt.claude_code.hook``."""
+    try:
+        from .claude_code.hook import run
+
+        stdin = sys.stdin.buffer
+    except BaseException as error:  # even a broken install must not disturb the session
+        print(f"membolt hook: {type(error).__name__}: {error}", file=sys.stderr)
+        return
+    run(
+        stdin,
+        sys.stdout,
+        sys.stderr,
+        db=getattr(args, "db", None),
+        project=getattr(args, "cwd", None),
+        timeout=args.timeout,
+        capture=args.capture,
+    )
+
+
+def cmd_settings(args: argparse.Namespace) -> None:
+    """``install`` and ``uninstall``: one line per settings file touched."""
+    from .claude_code import install
+
+    if getattr(args, "db", None) is not None or getattr(args, "cwd", None) is not None:
+        raise CommandError(f"{args.command} takes --dir DIR, not --db or --cwd")
+    try:
+        if args.command == "install":
+            report = install.install(args.scope, args.dir, args.capture)
+        else:
+            report = install.uninstall(args.scope, args.dir)
+    except install.SettingsError as error:
+        raise CommandError(str(error)) from None
+    for line in report:
+        print(line)
+
+
 # ----- parser --------------------------------------------------------------
+
+HOOK_HELP = "handle one agent hook event read from stdin"
 
 
 def _location_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -314,7 +380,48 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("key", nargs="?", help="show only this key's ancestors and descendants")
     graph.add_argument("--format", choices=("text", "dot", "mermaid"), default="text")
     command("mcp", cmd_mcp, "serve the memory tools to an MCP client over stdio")
+    _hook_arguments(command("hook", cmd_hook, HOOK_HELP))
+    for name, help_text in (
+        ("install", "add membolt's hooks and MCP server to the agent's settings"),
+        ("uninstall", "remove what install added"),
+    ):
+        sub = command(name, cmd_settings, help_text)
+        sub.add_argument("agent", choices=("claude-code",))
+        sub.add_argument("--scope", choices=("project", "user"), default="project")
+        sub.add_argument(
+            "--dir", metavar="DIR", help="the project (default: the working directory)"
+        )
+        if name == "install":
+            _capture_option(sub)
     return parser
+
+
+def _capture_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--capture",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="also capture this tool's results (a full MCP tool name); repeatable",
+    )
+
+
+def _hook_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("agent", choices=("claude-code",))
+    _capture_option(parser)
+    parser.set_defaults(command="hook", handler=cmd_hook)
+    return parser
+
+
+def _hook_parser() -> argparse.ArgumentParser:
+    """The parser of ``membolt hook ...`` alone. A hook process runs for every
+    event of an agent's session, and building the parser of every command
+    (argparse translates each help text as it goes) costs it tens of
+    milliseconds; the full parser still reads a hook command line that puts
+    the global options first."""
+    parser = argparse.ArgumentParser(prog="membolt hook", description=HOOK_HELP)
+    _location_options(parser, top=True)
+    return _hook_arguments(parser)
 
 
 def _check_location(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -338,11 +445,31 @@ def _check_project_directory(args: argparse.Namespace) -> None:
         raise CommandError(f"--cwd {cwd}: {problem}")
 
 
+def _reported_errors() -> tuple[type[Exception], ...]:
+    """The failures a command reports as one line (exit status 1)."""
+    from .tools import ToolError
+
+    return (
+        CommandError,
+        MemboltError,
+        ToolError,
+        ValueError,
+        TypeError,
+        KeyError,
+        OSError,
+        OverflowError,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["hook"]:
+        parser, arguments = _hook_parser(), arguments[1:]
+    else:
+        parser = build_parser()
+    args = parser.parse_args(arguments)
     _check_location(parser, args)
-    if sys.stdout is None:
+    if sys.stdout is None and args.handler is not cmd_hook:
         print("membolt: error: standard output is closed", file=sys.stderr)
         return EXIT_ERROR
     try:
@@ -352,16 +479,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Output piped into `head`: not an error worth a traceback. (Before
         # OSError, its parent.)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (
-        CommandError,
-        MemboltError,
-        tools.ToolError,
-        ValueError,
-        TypeError,
-        KeyError,
-        OSError,
-        OverflowError,
-    ) as error:
+    except Exception as error:
+        if not isinstance(error, _reported_errors()):
+            raise
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"membolt: error: {message}", file=sys.stderr)
         return EXIT_ERROR
