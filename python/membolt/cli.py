@@ -197,8 +197,32 @@ def cmd_doctor(args: argparse.Namespace) -> None:
         print(f"PROBLEM: {problem}")
     count = report.problem_count
     if count:
-        raise CommandError(f"{count} problem(s) found in {path}")
+        raise CommandError(
+            f"{count} problem(s) found in {path}; `membolt repair` salvages what passes its "
+            "checksums into a new store"
+        )
     print("ok: no problems found")
+
+
+def cmd_repair(args: argparse.Namespace) -> None:
+    from . import repair
+
+    path = _store_location(args)
+    if not path.exists():
+        raise CommandError(f"no store at {path}")
+    target = Path(args.output) if args.output else repair.default_target(path)
+    done = repair.salvage(path, target, args.timeout)
+    print(f"repaired into {target}: {done.saved} entries ({done.from_journal} from the journal)")
+    for key in done.lost_keys:
+        print(f"lost:    {key}")
+    for part in done.unreadable:
+        print(f"lost:    {part}")
+    print(f"the damaged store {path} is left as it was")
+    if not done.complete:
+        raise CommandError(
+            f"{len(done.lost_keys)} entr{'y' if len(done.lost_keys) == 1 else 'ies'} and "
+            f"{len(done.unreadable)} unreadable part(s) could not be saved"
+        )
 
 
 def cmd_render(args: argparse.Namespace) -> None:
@@ -372,6 +396,15 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("expression")
     query.add_argument("--limit", type=int, default=50, help="rows shown (default 50, max 500)")
     command("doctor", cmd_doctor, "read-only integrity check of the store file")
+    repair_command = command(
+        "repair", cmd_repair, "salvage a damaged store into a new one (the old file is kept)"
+    )
+    repair_command.add_argument(
+        "-o",
+        "--output",
+        metavar="NEW",
+        help="the new store file (default: beside the old one, memory.repaired.redb)",
+    )
     render = command("render", cmd_render, "print the <memory> block a model would see")
     render.add_argument("--focus", default="", help="the current user prompt (default: none)")
     render.add_argument("--max-tokens", type=int, default=500, help="budget (default 500)")

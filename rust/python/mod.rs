@@ -67,6 +67,29 @@ fn _inspect(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Bound<'_, P
     Ok(dict)
 }
 
+/// `membolt repair`: salvages the store file at `source` into a new store
+/// at `target`, leaving `source` as it was.
+#[pyfunction]
+#[pyo3(signature = (source, target, timeout = DEFAULT_TIMEOUT_SECONDS))]
+#[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
+fn _salvage(
+    py: Python<'_>,
+    source: PathBuf,
+    target: PathBuf,
+    timeout: f64,
+) -> PyResult<Bound<'_, PyDict>> {
+    let timeout = busy_timeout(timeout)?;
+    let salvage = py
+        .detach(|| crate::store::redb::repair::salvage(&source, &target, timeout))
+        .map_err(|e| to_py_err(py, e))?;
+    let dict = PyDict::new(py);
+    dict.set_item("saved", salvage.saved)?;
+    dict.set_item("from_journal", salvage.from_journal)?;
+    dict.set_item("lost_keys", salvage.lost_keys)?;
+    dict.set_item("unreadable", salvage.unreadable)?;
+    Ok(dict)
+}
+
 /// Closes every lease this process holds (at exit).
 #[pyfunction]
 fn _release_all(py: Python<'_>) {
@@ -111,6 +134,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_after_fork_in_parent, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_inspect, m)?)?;
+    m.add_function(wrap_pyfunction!(_salvage, m)?)?;
     m.add("SCHEMA_VERSION", crate::store::redb::SCHEMA_VERSION)?;
     // Benchmarks refuse to report figures of an unoptimised build.
     m.add("DEBUG_BUILD", cfg!(debug_assertions))?;

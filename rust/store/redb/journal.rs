@@ -52,6 +52,7 @@
 //!   place reused, so a crash does not replay a change that reported an
 //!   error.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -358,6 +359,50 @@ impl Snapshot {
         Pending {
             short: self.0.len() < JOURNAL_BYTES,
             ..scan(&self.0, store_id, durable_seq)
+        }
+    }
+}
+
+/// Every valid record of a store numbered after a given seq, wherever it
+/// lies in the journal ([`Snapshot::every_record_after`]).
+#[derive(Debug, Default)]
+pub(crate) struct AllRecords {
+    /// Oldest first.
+    pub records: Vec<Record>,
+    /// Record headers of the store whose record fails its checksum.
+    pub damaged: usize,
+}
+
+impl Snapshot {
+    /// Every valid record of this store numbered after `durable_seq`, in
+    /// the order of their numbers, whether or not a replay would reach it:
+    /// what `membolt repair` can salvage from a damaged journal.
+    pub(crate) fn every_record_after(&self, store_id: &[u8], durable_seq: u64) -> AllRecords {
+        let bytes = &self.0;
+        let mut found: BTreeMap<u64, Record> = BTreeMap::new();
+        let mut damaged = 0;
+        let mut at = 0;
+        while at < bytes.len() {
+            match parse_any_header(&bytes[at..], store_id) {
+                Some((seq, len)) => match decode_one(&bytes[at..], store_id, seq) {
+                    Some((record, _)) => {
+                        if seq > durable_seq {
+                            found.insert(seq, record);
+                        }
+                        at += (HEADER + len).next_multiple_of(BLOCK);
+                    }
+                    // Its length may be damaged too: look in the next block.
+                    None => {
+                        damaged += 1;
+                        at += BLOCK;
+                    }
+                },
+                None => at += BLOCK,
+            }
+        }
+        AllRecords {
+            records: found.into_values().collect(),
+            damaged,
         }
     }
 }
