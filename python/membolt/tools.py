@@ -123,7 +123,8 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
     ToolSpec(
         "memory_search",
         "Search persistent memory: case-insensitive substring match against keys and "
-        "values. Key matches come first, then the newest. Use it before starting work.",
+        "values. Key matches come first, then the newest. When nothing holds the whole "
+        "query, entries matching most of its words are listed. Use it before starting work.",
         _object(
             {"query": {"type": "string", "description": "Text to look for."}},
             ["query"],
@@ -324,11 +325,17 @@ def memory_save(store: MemoryStore, arguments: Mapping[str, Any]) -> str:
 
 
 def memory_search(store: MemoryStore, arguments: Mapping[str, Any]) -> str:
+    """§4: the entries holding the whole query; when none does, the (0.2)
+    word fallback: entries matching at least half of its significant words."""
     query = _text_argument("memory_search", arguments, "query")
     total, hits = store.search_ranked(query, SEARCH_LIMIT)
+    heading = f"Found {total} memory entries:\n"
+    if total == 0:
+        total, hits = store.search_words_ranked(query, SEARCH_LIMIT)
+        heading = f"No entry holds the whole query; {total} memory entries match its words:\n"
     if total == 0:
         return "No memory entries found."
-    lines = [f"Found {total} memory entries:\n"]
+    lines = [heading]
     for entry in hits:
         value = _core.truncate(_core.flatten_plain(entry.value), VALUE_LIMIT)
         lines.append(f"- {_core.flatten_plain(entry.key)}: {value}\n")

@@ -23,7 +23,7 @@ use crate::error::StoreError;
 use crate::store::{BatchOp, BatchOutcome, SaveRequest, Store};
 use crate::views::query::{QueryInput, evaluate};
 use crate::views::render::DEFAULT_MAX_TOKENS;
-use crate::views::{graph, prompt, render, search};
+use crate::views::{graph, prompt, render, search, search_words};
 
 #[pyclass(subclass, frozen, name = "Store", module = "membolt._core")]
 pub struct PyStore {
@@ -132,6 +132,41 @@ impl PyStore {
         let limit = count_arg(limit, "limit")?;
         let (total, hits) =
             self.run(py, |s| s.read(|m| search::search_ranked(m, &query, limit)))?;
+        Ok((total, entries_to_list(py, hits)?))
+    }
+
+    /// §4 (0.2): the entries matching `query` word by word, in fallback
+    /// order; `limit` keeps the first so many.
+    #[pyo3(signature = (query, limit = None))]
+    fn search_words<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        limit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let query = text_arg(query, "query")?;
+        let limit = match limit {
+            Some(limit) if !limit.is_none() => Some(count_arg(limit, "limit")?),
+            _ => None,
+        };
+        let (_, hits) = self.run(py, |s| {
+            s.read(|m| search_words::search_words(m, &query, limit))
+        })?;
+        entries_to_list(py, hits)
+    }
+
+    /// `(total, first limit word matches)`, for the `memory_search` tool.
+    fn search_words_ranked<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        limit: &Bound<'_, PyAny>,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        let query = text_arg(query, "query")?;
+        let limit = count_arg(limit, "limit")?;
+        let (total, hits) = self.run(py, |s| {
+            s.read(|m| search_words::search_words(m, &query, Some(limit)))
+        })?;
         Ok((total, entries_to_list(py, hits)?))
     }
 

@@ -1,5 +1,5 @@
 //! What the store's entries look like to their readers: substring search
-//! (§4), the `<memory>` block (§5), the causal graph, the parts of the
+//! and its word fallback (§4), the `<memory>` block (§5), the causal graph, the parts of the
 //! system-prompt section (§5.9) and queries (§9).
 //!
 //! A view reads the mirror (through `Store::read`) and never writes. The
@@ -16,6 +16,7 @@ pub mod query;
 pub mod render;
 pub mod render_index;
 pub mod search;
+pub mod search_words;
 pub mod token_index;
 
 use std::any::Any;

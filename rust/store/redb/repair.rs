@@ -66,13 +66,16 @@ pub fn salvage(source: &Path, target: &Path, timeout: Duration) -> Result<Salvag
         let accept = meta.as_ref().map_or(Accept::Legacy, |meta| meta.accept());
         let table = rtx.open_table(ENTRIES).at(source)?;
         let mut interner = Interner::default();
-        let mut take = |key: &str, bytes: &[u8], salvage: &mut Salvage| {
-            match Entry::decode_with(key, bytes, &mut interner, accept) {
-                Ok(entry) => {
-                    entries.insert(key.to_string(), entry);
-                }
-                Err(_) => salvage.lost_keys.push(key.to_string()),
+        let mut take = |key: &str, bytes: &[u8], salvage: &mut Salvage| match Entry::decode_with(
+            key,
+            bytes,
+            &mut interner,
+            accept,
+        ) {
+            Ok(entry) => {
+                entries.insert(key.to_string(), entry);
             }
+            Err(_) => salvage.lost_keys.push(key.to_string()),
         };
         // Forwards until the first page that cannot be read, then backwards
         // from the end up to it: only what lies under a damaged page is
@@ -128,7 +131,12 @@ pub fn salvage(source: &Path, target: &Path, timeout: Duration) -> Result<Salvag
                         for (key, value) in record.changes {
                             match value {
                                 Some(bytes) => {
-                                    match Entry::decode_with(&key, &bytes, &mut interner, Accept::Legacy) {
+                                    match Entry::decode_with(
+                                        &key,
+                                        &bytes,
+                                        &mut interner,
+                                        Accept::Legacy,
+                                    ) {
                                         Ok(entry) => {
                                             salvage.from_journal += 1;
                                             entries.insert(key, entry);
