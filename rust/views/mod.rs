@@ -11,6 +11,7 @@
 
 pub mod fill_tree;
 pub mod graph;
+mod lowered_text;
 pub mod prompt;
 pub mod query;
 pub mod render;

@@ -3,21 +3,18 @@
 //! Each entry has a 512-bit signature of the byte trigrams of its lowered key
 //! and value (computed once per write, never per query). A query's trigrams
 //! must all be present in an entry's signature for the entry to possibly
-//! contain the query, so most entries are rejected by a few word tests; only
-//! the survivors are checked with `memchr::memmem`. Queries shorter than
-//! three bytes have no trigram and check every entry.
+//! contain the query, so most entries are rejected by a few word tests; the
+//! survivors are checked with `memchr::memmem` in their lowered texts, which
+//! sit packed in one buffer (`lowered_text.rs`). When the signatures cannot
+//! narrow a query down (a common word of a small vocabulary, or a query
+//! under three bytes), the whole buffer is scanned in one pass instead:
+//! memory streamed once, no pointer followed per entry.
 //!
 //! Matching works on UTF-8 bytes of lowered text, which is the same as
 //! Python's `query.lower() in text.lower()`: UTF-8 is self-synchronising, so a
 //! byte match of a valid needle starts and ends on character boundaries.
-//!
-//! No lowered copy is kept for ASCII text (nearly all of it): lowering ASCII
-//! maps `[A-Z]` to `[a-z]` byte for byte, so the signature is computed over
-//! the bytes lowered on the fly, and a surviving candidate with upper-case
-//! letters is lowered into a scratch buffer just for the check. Only text
-//! that is not ASCII and changes when lowered keeps a lowered copy.
 
-use std::borrow::Cow;
+use std::cmp::Reverse;
 use std::sync::Arc;
 
 use memchr::memmem::Finder;
@@ -27,37 +24,14 @@ use crate::entry::Entry;
 use crate::parallel::PARALLEL_MIN_ENTRIES;
 use crate::store::mirror::Mirror;
 use crate::text::lower;
+use crate::views::lowered_text::{Found, LoweredText};
 
 const SIGNATURE_WORDS: usize = 8;
 type Signature = [u64; SIGNATURE_WORDS];
 
-/// How one text of an entry compares with a lowered query.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Form {
-    /// Lowering changes nothing: compare the text as it is.
-    Lower = 0,
-    /// ASCII with upper-case letters: lower a scratch copy per comparison.
-    AsciiUpper = 1,
-    /// Not ASCII, and lowering changes it: compare the kept lowered copy.
-    Copied = 2,
-}
-
-impl Form {
-    fn from_bits(bits: u8) -> Form {
-        match bits & 3 {
-            0 => Form::Lower,
-            1 => Form::AsciiUpper,
-            _ => Form::Copied,
-        }
-    }
-}
-
-/// The lowered copies of an entry whose key or value is [`Form::Copied`].
-#[derive(Default)]
-struct Copies {
-    key: Option<Box<str>>,
-    value: Option<Box<str>>,
-}
+/// A query whose signatures leave more than one slot in this many is
+/// answered by scanning the whole lowered buffer.
+const BROAD_SHARE: usize = 8;
 
 /// One byte per signature bit while an entry is indexed: setting a bit is
 /// then a plain store. (Or-ing bits into eight words directly made nearly
@@ -65,48 +39,17 @@ struct Copies {
 /// the CPU kept mispredicting as independent of the previous one.)
 type BitBytes = [u8; SIGNATURE_WORDS * 64];
 
-/// Adds the trigrams of `lower(text)` to `bits`; returns how `text`
-/// compares, and its lowered copy when one must be kept.
-fn index_text(text: &str, bits: &mut BitBytes, scratch: &mut Vec<u8>) -> (Form, Option<Box<str>>) {
-    if text.is_ascii() {
-        // No early exit: the whole scan vectorises.
-        let upper = text
-            .bytes()
-            .fold(false, |upper, byte| upper | byte.is_ascii_uppercase());
-        let lowered = if upper {
-            scratch.clear();
-            scratch.extend_from_slice(text.as_bytes());
-            scratch.make_ascii_lowercase();
-            scratch.as_slice()
-        } else {
-            text.as_bytes()
-        };
-        set_trigram_bits(bits, lowered);
-        let form = if upper { Form::AsciiUpper } else { Form::Lower };
-        (form, None)
-    } else {
-        let (form, lowered) = match lower(text) {
-            Cow::Borrowed(text) => (Form::Lower, Cow::Borrowed(text)),
-            Cow::Owned(lowered) => (Form::Copied, Cow::Owned(lowered)),
-        };
-        set_trigram_bits(bits, lowered.as_bytes());
-        let copy = (form == Form::Copied).then(|| lowered.into_owned().into_boxed_str());
-        (form, copy)
-    }
-}
-
 fn set_trigram_bits(bits: &mut BitBytes, lowered: &[u8]) {
     for window in lowered.windows(3) {
         bits[trigram_bit(trigram_code(window))] = 1;
     }
 }
 
-/// The signature, forms (key in bits 0–1, value in bits 2–3) and lowered
-/// copies (if any) of one entry.
-fn index_entry(entry: &Entry, scratch: &mut Vec<u8>) -> (Signature, u8, Option<Copies>) {
+/// The signature of an entry's lowered key and value.
+fn signature_of(key: &[u8], value: &[u8]) -> Signature {
     let mut bits: BitBytes = [0; SIGNATURE_WORDS * 64];
-    let (key_form, key) = index_text(&entry.key, &mut bits, scratch);
-    let (value_form, value) = index_text(&entry.value, &mut bits, scratch);
+    set_trigram_bits(&mut bits, key);
+    set_trigram_bits(&mut bits, value);
     let mut signature = [0u64; SIGNATURE_WORDS];
     for (word, chunk) in signature.iter_mut().zip(bits.chunks_exact(64)) {
         // Bit `b` of the word is byte `b` of the chunk (0 or 1): gather eight
@@ -117,9 +60,7 @@ fn index_entry(entry: &Entry, scratch: &mut Vec<u8>) -> (Signature, u8, Option<C
             *word |= packed << (8 * part);
         }
     }
-    let forms = key_form as u8 | (value_form as u8) << 2;
-    let copies = (key.is_some() || value.is_some()).then_some(Copies { key, value });
-    (signature, forms, copies)
+    signature
 }
 
 /// Where the query was found in an entry.
@@ -129,10 +70,19 @@ pub enum Hit {
     ValueOnly,
 }
 
-/// Invariant: for every live slot, the signature words, `forms` and
-/// `copies` are those of `docs[slot]` (see [`index_entry`]); free slots are
-/// `None` with a zero signature and no copies; `slot_of` maps exactly the
-/// live keys.
+impl From<Found> for Hit {
+    fn from(found: Found) -> Hit {
+        match found {
+            Found::Key => Hit::Key,
+            Found::Value => Hit::ValueOnly,
+        }
+    }
+}
+
+/// Invariant: for every live slot, the signature words, the lowered texts
+/// and the stamp are those of `docs[slot]`; free slots are `None` with a
+/// zero signature and no text; `slot_of` maps exactly the live keys; while
+/// `slots_sorted`, live slots are in key order.
 #[derive(Default)]
 pub struct SearchIndex {
     /// Slots in insertion order; a freed slot is reused.
@@ -142,108 +92,88 @@ pub struct SearchIndex {
     /// (an eighth of the signature bytes, and the most selective test), then
     /// tests the few survivors on the other words.
     signatures: [Vec<u64>; SIGNATURE_WORDS],
-    forms: Vec<u8>,
-    /// Lowered copies, by slot, of the few entries that need them.
-    copies: FxHashMap<u32, Copies>,
+    text: LoweredText,
+    /// `updated_at` by slot: ranking reads no entry but the ones shown.
+    stamps: Vec<i64>,
     slot_of: FxHashMap<Arc<str>, u32>,
     free: Vec<u32>,
+    /// Whether the live slots are in key order (true after a bulk build,
+    /// until a new key is added): results sorted by key then need no sort.
+    slots_sorted: bool,
 }
 
 impl SearchIndex {
-    /// An index of `entries` (distinct keys), built in one pass (two threads
-    /// for a large store).
+    /// An index of `entries` (distinct keys, sorted by key), built in one
+    /// pass over the texts and then the signatures (two threads for a large
+    /// store).
     pub fn build(entries: &[&Arc<Entry>]) -> SearchIndex {
         let count = entries.len();
+        let text = LoweredText::build(entries.iter().map(|e| (&*e.key, &*e.value)));
         let mut signatures: [Vec<u64>; SIGNATURE_WORDS] = std::array::from_fn(|_| vec![0; count]);
-        let mut forms = vec![0u8; count];
-        let fill = |entries: &[&Arc<Entry>], columns: &mut [&mut [u64]], forms: &mut [u8]| {
-            let (mut copies, mut scratch) = (Vec::new(), Vec::new());
-            for (slot, entry) in entries.iter().enumerate() {
-                let (signature, form, copy) = index_entry(entry, &mut scratch);
+        let fill = |first: usize, columns: &mut [&mut [u64]]| {
+            for (offset, slot) in (first..first + columns[0].len()).enumerate() {
+                let slot = slot as u32;
+                let signature = signature_of(text.key(slot), text.value(slot));
                 for (column, word) in columns.iter_mut().zip(signature) {
-                    column[slot] = word;
-                }
-                forms[slot] = form;
-                if let Some(copy) = copy {
-                    copies.push((slot, copy));
+                    column[offset] = word;
                 }
             }
-            copies
         };
-        let slots = |entries: &[&Arc<Entry>]| -> FxHashMap<Arc<str>, u32> {
-            let mut slot_of = FxHashMap::with_capacity_and_hasher(entries.len(), FxBuildHasher);
-            for (slot, entry) in entries.iter().enumerate() {
-                slot_of.insert(entry.key.clone(), slot as u32);
-            }
-            slot_of
-        };
-        let (copies, slot_of) = if count < PARALLEL_MIN_ENTRIES {
+        if count < PARALLEL_MIN_ENTRIES {
             let mut columns: Vec<&mut [u64]> =
                 signatures.iter_mut().map(Vec::as_mut_slice).collect();
-            (fill(entries, &mut columns, &mut forms), slots(entries))
+            fill(0, &mut columns);
         } else {
-            // This thread: the first part of the signatures, then the key map;
-            // the other: the rest of the signatures.
-            let half = count * 3 / 5;
+            let half = count / 2;
             let (mut first_columns, mut second_columns): (Vec<&mut [u64]>, Vec<&mut [u64]>) =
                 signatures
                     .iter_mut()
                     .map(|column| column.split_at_mut(half))
                     .unzip();
-            let (first_forms, second_forms) = forms.split_at_mut(half);
             std::thread::scope(|scope| {
-                let later =
-                    scope.spawn(|| fill(&entries[half..], &mut second_columns, second_forms));
-                let mut copies = fill(&entries[..half], &mut first_columns, first_forms);
-                let slot_of = slots(entries);
-                let later = later.join().expect("search index thread");
-                copies.extend(later.into_iter().map(|(slot, copy)| (slot + half, copy)));
-                (copies, slot_of)
-            })
-        };
+                scope.spawn(|| fill(half, &mut second_columns));
+                fill(0, &mut first_columns);
+            });
+        }
+        let mut slot_of = FxHashMap::with_capacity_and_hasher(count, FxBuildHasher);
+        for (slot, entry) in entries.iter().enumerate() {
+            slot_of.insert(entry.key.clone(), slot as u32);
+        }
         SearchIndex {
             docs: entries.iter().map(|&entry| Some(entry.clone())).collect(),
             signatures,
-            forms,
-            copies: copies
-                .into_iter()
-                .map(|(slot, copy)| (slot as u32, copy))
-                .collect(),
+            text,
+            stamps: entries.iter().map(|e| e.updated_at).collect(),
             slot_of,
             free: Vec::new(),
+            slots_sorted: true,
         }
     }
 
     pub fn upsert(&mut self, entry: &Arc<Entry>) {
-        let (signature, forms, copy) = index_entry(entry, &mut Vec::new());
         let slot = if let Some(&slot) = self.slot_of.get(&entry.key) {
             slot
         } else {
+            self.slots_sorted = false;
             let slot = self.free.pop().unwrap_or_else(|| {
                 self.docs.push(None);
                 for column in &mut self.signatures {
                     column.push(0);
                 }
-                self.forms.push(0);
+                self.stamps.push(0);
                 (self.docs.len() - 1) as u32
             });
             self.slot_of.insert(entry.key.clone(), slot);
             slot
         };
         let at = slot as usize;
-        self.docs[at] = Some(entry.clone());
+        self.text.set(slot, &entry.key, &entry.value);
+        let signature = signature_of(self.text.key(slot), self.text.value(slot));
         for (column, word) in self.signatures.iter_mut().zip(signature) {
             column[at] = word;
         }
-        self.forms[at] = forms;
-        match copy {
-            Some(copy) => {
-                self.copies.insert(slot, copy);
-            }
-            None => {
-                self.copies.remove(&slot);
-            }
-        }
+        self.stamps[at] = entry.updated_at;
+        self.docs[at] = Some(entry.clone());
     }
 
     pub fn remove(&mut self, key: &str) {
@@ -253,25 +183,19 @@ impl SearchIndex {
             for column in &mut self.signatures {
                 column[at] = 0;
             }
-            self.forms[at] = 0;
-            self.copies.remove(&slot);
+            self.text.clear(slot);
             self.free.push(slot);
         }
     }
 
-    /// Every entry whose key or value contains `query`, case-insensitively,
+    /// The slots whose key or value contains `query`, case-insensitively,
     /// with where it matched. Unordered. An empty query matches nothing.
-    pub fn find(&self, query: &str) -> Vec<(Arc<Entry>, Hit)> {
+    fn find_slots(&self, query: &str) -> Vec<(u32, Hit)> {
         if query.is_empty() {
             return Vec::new();
         }
         let needle = lower(query);
-        let matcher = Matcher {
-            finder: Finder::new(needle.as_bytes()),
-            // An ASCII text lowers to ASCII, which a needle holding other
-            // bytes cannot occur in.
-            ascii_needle: needle.is_ascii(),
-        };
+        let finder = Finder::new(needle.as_bytes());
         let mut wanted = [0u64; SIGNATURE_WORDS];
         add_trigrams(&mut wanted, &needle);
         // The words the query sets, the one with the most bits first.
@@ -281,113 +205,122 @@ impl SearchIndex {
             .enumerate()
             .filter(|&(_, bits)| bits != 0)
             .collect();
-        tests.sort_by_key(|&(_, bits)| std::cmp::Reverse(bits.count_ones()));
-        let candidates: Vec<u32> = match tests.split_first() {
-            None => (0..self.docs.len() as u32).collect(),
-            Some((&(first, bits), rest)) => {
-                // Two columns in the first pass when the query sets two
-                // words: one word often holds a single bit, which a third of
-                // all signatures have.
-                let (second, second_bits, rest) = match rest.split_first() {
-                    Some((&(second, second_bits), rest)) => (second, second_bits, rest),
-                    None => (first, bits, rest),
-                };
-                let mut candidates: Vec<u32> = self.signatures[first]
-                    .iter()
-                    .zip(&self.signatures[second])
-                    .enumerate()
-                    .filter(|&(_, (&a, &b))| a & bits == bits && b & second_bits == second_bits)
-                    .map(|(slot, _)| slot as u32)
-                    .collect();
-                for &(word, bits) in rest {
-                    let column = &self.signatures[word];
-                    candidates.retain(|&slot| column[slot as usize] & bits == bits);
-                }
-                candidates
-            }
-        };
-        let mut scratch = Vec::new();
+        tests.sort_by_key(|&(_, bits)| Reverse(bits.count_ones()));
+        let live = self.slot_of.len();
         let mut hits = Vec::new();
+        let scan_all = || {
+            let mut hits = Vec::new();
+            self.text
+                .scan(&finder, |slot, found| hits.push((slot, Hit::from(found))));
+            hits
+        };
+        let Some((&(first, bits), rest)) = tests.split_first() else {
+            return scan_all(); // under three bytes: no trigram to narrow by
+        };
+        // Two columns in the first pass when the query sets two words: one
+        // word often holds a single bit, which a third of all signatures
+        // have.
+        let (second, second_bits, rest) = match rest.split_first() {
+            Some((&(second, second_bits), rest)) => (second, second_bits, rest),
+            None => (first, bits, rest),
+        };
+        let mut candidates: Vec<u32> = self.signatures[first]
+            .iter()
+            .zip(&self.signatures[second])
+            .enumerate()
+            .filter(|&(_, (&a, &b))| a & bits == bits && b & second_bits == second_bits)
+            .map(|(slot, _)| slot as u32)
+            .collect();
+        for &(word, bits) in rest {
+            let column = &self.signatures[word];
+            candidates.retain(|&slot| column[slot as usize] & bits == bits);
+        }
+        if candidates.len() * BROAD_SHARE > live {
+            return scan_all();
+        }
         for slot in candidates {
-            let slot = slot as usize;
-            let Some(entry) = &self.docs[slot] else {
-                continue;
-            };
-            let forms = self.forms[slot];
-            let copies = || self.copies.get(&(slot as u32));
-            let key_form = Form::from_bits(forms);
-            let value_form = Form::from_bits(forms >> 2);
-            if matcher.contains(
-                &entry.key,
-                key_form,
-                || copies().and_then(|c| c.key.as_deref()),
-                &mut scratch,
-            ) {
-                hits.push((entry.clone(), Hit::Key));
-            } else if matcher.contains(
-                &entry.value,
-                value_form,
-                || copies().and_then(|c| c.value.as_deref()),
-                &mut scratch,
-            ) {
-                hits.push((entry.clone(), Hit::ValueOnly));
+            if finder.find(self.text.key(slot)).is_some() {
+                hits.push((slot, Hit::Key));
+            } else if finder.find(self.text.value(slot)).is_some() {
+                hits.push((slot, Hit::ValueOnly));
             }
         }
         hits
     }
-}
 
-/// A lowered query, ready to look for in texts of any [`Form`].
-struct Matcher<'n> {
-    finder: Finder<'n>,
-    ascii_needle: bool,
-}
+    /// Every entry whose key or value contains `query`, case-insensitively,
+    /// with where it matched. Unordered. An empty query matches nothing.
+    pub fn find(&self, query: &str) -> Vec<(Arc<Entry>, Hit)> {
+        self.find_slots(query)
+            .into_iter()
+            .map(|(slot, hit)| (self.entry(slot).clone(), hit))
+            .collect()
+    }
 
-impl Matcher<'_> {
-    fn contains<'t>(
-        &self,
-        text: &'t str,
-        form: Form,
-        copy: impl FnOnce() -> Option<&'t str>,
-        scratch: &mut Vec<u8>,
-    ) -> bool {
-        match form {
-            Form::Lower => self.finder.find(text.as_bytes()).is_some(),
-            Form::AsciiUpper => {
-                if !self.ascii_needle || self.finder.needle().len() > text.len() {
-                    return false;
-                }
-                scratch.clear();
-                scratch.extend_from_slice(text.as_bytes());
-                scratch.make_ascii_lowercase();
-                self.finder.find(scratch).is_some()
-            }
-            Form::Copied => {
-                copy().is_some_and(|lowered| self.finder.find(lowered.as_bytes()).is_some())
-            }
+    fn entry(&self, slot: u32) -> &Arc<Entry> {
+        self.docs[slot as usize]
+            .as_ref()
+            .expect("a hit is a live slot")
+    }
+
+    /// Entries matching `query`, sorted by key.
+    pub fn find_sorted(&self, query: &str) -> Vec<Arc<Entry>> {
+        let mut slots: Vec<u32> = self
+            .find_slots(query)
+            .into_iter()
+            .map(|(slot, _)| slot)
+            .collect();
+        if self.slots_sorted {
+            slots.sort_unstable();
+            slots
+                .into_iter()
+                .map(|slot| self.entry(slot).clone())
+                .collect()
+        } else {
+            let mut hits: Vec<Arc<Entry>> = slots
+                .into_iter()
+                .map(|slot| self.entry(slot).clone())
+                .collect();
+            hits.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+            hits
         }
+    }
+
+    /// The number of hits and the first `limit` in §4 tool order: key hits
+    /// before value hits, then newest, then key ascending. Only the shown
+    /// ones are put in order.
+    pub fn find_ranked(&self, query: &str, limit: usize) -> (usize, Vec<Arc<Entry>>) {
+        let mut hits = self.find_slots(query);
+        let total = hits.len();
+        let order = |&(a, a_hit): &(u32, Hit), &(b, b_hit): &(u32, Hit)| {
+            (a_hit == Hit::ValueOnly, Reverse(self.stamps[a as usize]))
+                .cmp(&(b_hit == Hit::ValueOnly, Reverse(self.stamps[b as usize])))
+                .then_with(|| self.entry(a).key.cmp(&self.entry(b).key))
+        };
+        let shown = limit.min(total);
+        if shown > 0 && shown < total {
+            hits.select_nth_unstable_by(shown - 1, order);
+        }
+        hits.truncate(shown);
+        hits.sort_unstable_by(order);
+        (
+            total,
+            hits.into_iter()
+                .map(|(slot, _)| self.entry(slot).clone())
+                .collect(),
+        )
     }
 }
 
 /// Entries matching `query` (§4), sorted by key.
 pub fn search(mirror: &Mirror, query: &str) -> Vec<Arc<Entry>> {
-    let mut hits: Vec<_> = crate::views::search_index(mirror)
-        .find(query)
-        .into_iter()
-        .map(|(e, _)| e)
-        .collect();
-    hits.sort_by(|a, b| a.key.cmp(&b.key));
-    hits
+    crate::views::search_index(mirror).find_sorted(query)
 }
 
 /// The `memory_search` view: the total number of hits and the first
 /// `limit` in tool order (key hits, newest, key).
 pub fn search_ranked(mirror: &Mirror, query: &str, limit: usize) -> (usize, Vec<Arc<Entry>>) {
-    let mut hits = crate::views::search_index(mirror).find(query);
-    let total = hits.len();
-    rank(&mut hits);
-    let top = hits.into_iter().take(limit).map(|(e, _)| e).collect();
-    (total, top)
+    crate::views::search_index(mirror).find_ranked(query, limit)
 }
 
 /// The §4 tool ranking: key hits first, then newest, then key ascending.
@@ -524,7 +457,7 @@ mod tests {
             let mut want = [0u64; SIGNATURE_WORDS];
             add_trigrams(&mut want, &lower(key));
             add_trigrams(&mut want, &lower(value));
-            let (got, _, _) = index_entry(&entry(key, value, 0), &mut Vec::new());
+            let got = signature_of(lower(key).as_bytes(), lower(value).as_bytes());
             assert_eq!(got, want, "{key:?} {value:?}");
         }
     }
@@ -615,6 +548,59 @@ mod tests {
                     model(&kept, query),
                     "after removes {query:?}"
                 );
+            }
+        }
+    }
+
+    /// The ranked and the sorted answers agree with ranking and sorting the
+    /// whole answer, for a broad query (the whole buffer scanned) as for a
+    /// selective one, on bulk-built and updated indexes.
+    #[test]
+    fn ranked_and_sorted_answers_agree_with_the_whole_answer() {
+        let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
+        let words = ["deploy", "build", "test", "Error", "api", "cache"];
+        let mut entries: Vec<Arc<Entry>> = (0..300)
+            .map(|i| {
+                let value: Vec<&str> = (0..=next(6)).map(|_| words[next(6) as usize]).collect();
+                entry(
+                    &format!("{}-{i:04}", words[next(6) as usize]),
+                    &value.join(" "),
+                    next(50) as i64,
+                )
+            })
+            .collect();
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        let refs: Vec<&Arc<Entry>> = entries.iter().collect();
+        let mut index = SearchIndex::build(&refs);
+        for round in 0..2 {
+            for query in ["deploy", "error", "api c", "o", "zz", "test-00"] {
+                let mut whole = index.find(query);
+                rank(&mut whole);
+                let whole_keys: Vec<String> =
+                    whole.iter().map(|(e, _)| e.key.to_string()).collect();
+                for limit in [0, 1, 7, 20, 1000] {
+                    let (total, shown) = index.find_ranked(query, limit);
+                    assert_eq!(total, whole.len(), "{query} round {round}");
+                    let shown: Vec<String> = shown.iter().map(|e| e.key.to_string()).collect();
+                    assert_eq!(
+                        shown,
+                        whole_keys[..limit.min(whole.len())],
+                        "{query} {limit}"
+                    );
+                }
+                let mut sorted = whole_keys.clone();
+                sorted.sort();
+                let got: Vec<String> = index
+                    .find_sorted(query)
+                    .iter()
+                    .map(|e| e.key.to_string())
+                    .collect();
+                assert_eq!(got, sorted, "{query} round {round}");
+            }
+            // Then new keys and rewrites: the slots leave key order.
+            for i in 0..100 {
+                index.upsert(&entry(&format!("api-new-{i}"), "deploy cache", 60 + i));
+                index.upsert(&entry(&entries[i as usize * 2].key, "build test", 200 + i));
             }
         }
     }

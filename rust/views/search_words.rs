@@ -32,6 +32,10 @@ struct Tally {
     last_key_word: u32,
 }
 
+/// An entry with its sort key: words hit, words hit in the key (both more
+/// first), newest first; ties to the smaller key.
+type Ranked<'a> = (Reverse<u32>, Reverse<u32>, Reverse<i64>, &'a Arc<Entry>);
+
 /// The entries matching `query`'s words, in §4 fallback order: the total
 /// and the first `limit` (all when `None`).
 pub fn search_words(
@@ -62,7 +66,7 @@ pub fn search_words(
         });
     }
     let needed = distinct.len().div_ceil(2) as u32;
-    let mut ranked: Vec<(Reverse<u32>, Reverse<u32>, Reverse<i64>, &Arc<Entry>)> = tallies
+    let mut ranked: Vec<Ranked<'_>> = tallies
         .into_iter()
         .filter(|(_, tally)| tally.words >= needed)
         .map(|(id, tally)| {
@@ -76,8 +80,7 @@ pub fn search_words(
         })
         .collect();
     let total = ranked.len();
-    let order = |a: &(Reverse<u32>, Reverse<u32>, Reverse<i64>, &Arc<Entry>),
-                 b: &(Reverse<u32>, Reverse<u32>, Reverse<i64>, &Arc<Entry>)| {
+    let order = |a: &Ranked<'_>, b: &Ranked<'_>| {
         (a.0, a.1, a.2)
             .cmp(&(b.0, b.1, b.2))
             .then_with(|| a.3.key.cmp(&b.3.key))

@@ -384,19 +384,18 @@ impl Snapshot {
         let mut at = 0;
         while at < bytes.len() {
             match parse_any_header(&bytes[at..], store_id) {
-                Some((seq, len)) => match decode_one(&bytes[at..], store_id, seq) {
-                    Some((record, _)) => {
+                Some((seq, len)) => {
+                    if let Some((record, _)) = decode_one(&bytes[at..], store_id, seq) {
                         if seq > durable_seq {
                             found.insert(seq, record);
                         }
                         at += (HEADER + len).next_multiple_of(BLOCK);
-                    }
-                    // Its length may be damaged too: look in the next block.
-                    None => {
+                    } else {
+                        // Its length may be damaged too: look in the next block.
                         damaged += 1;
                         at += BLOCK;
                     }
-                },
+                }
                 None => at += BLOCK,
             }
         }
