@@ -11,7 +11,7 @@ use super::errors::argument_type_error;
 use crate::entry::{Entry, Field};
 
 /// A stored entry, immutable. Equal entries compare equal and hash alike.
-#[pyclass(frozen, name = "Entry", module = "membolt")]
+#[pyclass(frozen, freelist = 4096, name = "Entry", module = "membolt")]
 pub struct PyEntry {
     pub(crate) inner: Arc<Entry>,
 }

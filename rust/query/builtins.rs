@@ -6,7 +6,9 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::ast::{BinaryOp, Expr, FieldName};
+use crate::entry::Entry;
+
+use super::ast::{BinaryOp, CompareOp, Expr, ExprKind, FieldName, PostfixOp};
 use super::budget::Budget;
 use super::error::{RunError, RunResult};
 use super::functions::Builtin;
@@ -164,14 +166,77 @@ fn call_with_predicate(
 }
 
 fn filter(ev: &mut impl Evaluate, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {
+    let fast = EntryTextTest::of(p);
     let mut kept = Vec::new();
     for (i, item) in items.iter().enumerate() {
         ev.budget().step()?;
-        if ev.test(p, i)? {
+        let passes = match (&fast, item) {
+            (Some(test), Value::Entry(entry)) => match test.run(entry, ev.budget()) {
+                Some(result) => result.map_err(|err| err.at(p.body.pos))?,
+                None => ev.test(p, i)?,
+            },
+            _ => ev.test(p, i)?,
+        };
+        if passes {
             kept.push(item.clone());
         }
     }
     new_list(kept, ev.budget())
+}
+
+/// A predicate `.field OP "text"` on a text field of `memory` rows, the
+/// typical filter (`.type == "error"`), resolved once for the whole list:
+/// each row is then tested in place, without evaluating the predicate's
+/// tree. It charges the budget what the tree's evaluation would (the
+/// compare node, the field, the row, the text, and the text's scan).
+struct EntryTextTest<'e> {
+    field: EntryField,
+    op: CompareOp,
+    text: &'e str,
+}
+
+impl<'e> EntryTextTest<'e> {
+    fn of(p: Predicate<'e>) -> Option<Self> {
+        let ExprKind::Compare(left, rest) = &p.body.kind else {
+            return None;
+        };
+        let [(op, right, _)] = rest.as_slice() else {
+            return None;
+        };
+        let ExprKind::Literal(Value::Str(text)) = &right.kind else {
+            return None;
+        };
+        let ExprKind::Postfix(base, postfix) = &left.kind else {
+            return None;
+        };
+        let (
+            ExprKind::Element(slot),
+            [
+                PostfixOp::Member {
+                    field,
+                    optional: false,
+                    ..
+                },
+            ],
+        ) = (&base.kind, postfix.as_slice())
+        else {
+            return None;
+        };
+        (*slot == p.slot).then_some(())?;
+        Some(EntryTextTest {
+            field: field.entry?,
+            op: *op,
+            text,
+        })
+    }
+
+    /// The predicate's value for `entry`; `None` when this shape cannot
+    /// say (the general path then evaluates it).
+    fn run(&self, entry: &Entry, budget: &mut Budget) -> Option<RunResult<bool>> {
+        let field_text = self.field.text(entry)?;
+        let result = ops::compare_text(self.op, field_text, self.text, budget)?;
+        Some(budget.steps(4).and(result))
+    }
 }
 
 fn map(ev: &mut impl Evaluate, items: &[Value], p: Predicate<'_>) -> RunResult<Value> {

@@ -34,9 +34,11 @@ pub use json::to_json;
 pub use value::{Map, Value};
 
 /// The data a query runs over. `memory` is called only when the query
-/// names `memory`, and must return every entry sorted by key.
+/// names `memory`, and must return every entry sorted by key, as rows
+/// ([`memory_rows`]): a caller that keeps them between queries hands out a
+/// shared list instead of building one per query.
 pub struct Relations<'a> {
-    pub memory: &'a dyn Fn() -> Vec<Arc<Entry>>,
+    pub memory: &'a dyn Fn() -> Arc<Vec<Value>>,
     /// Keep only the newest N entries (by `updated_at`, then key), still
     /// sorted by key. `None`: every entry (§0 F12).
     pub memory_cap: Option<usize>,
@@ -58,6 +60,11 @@ impl Program {
     pub fn uses_memory(&self) -> bool {
         self.uses_memory
     }
+}
+
+/// The `memory` relation's rows: every entry (sorted by key) as a row.
+pub fn memory_rows(entries: Vec<Arc<Entry>>) -> Arc<Vec<Value>> {
+    Arc::new(entries.into_iter().map(Value::Entry).collect())
 }
 
 pub fn compile(source: &str) -> Result<Program, QueryError> {

@@ -14,22 +14,25 @@ use super::error::{RunError, RunResult};
 use super::json::float_repr;
 use super::ops::{equal, float_as_int, hash_value};
 use super::value::{EntryField, Map, Value};
-use crate::entry::Entry;
 
 /// The `memory` relation: every entry sorted by key; with a cap, only the
 /// newest `cap` (largest `updated_at`, then larger key), still sorted by key.
 /// The caller hands the entries over sorted by key (checked in debug
 /// builds only: the check alone would touch every entry's key).
-pub(crate) fn memory_relation(mut entries: Vec<Arc<Entry>>, cap: Option<usize>) -> Value {
-    debug_assert!(entries.is_sorted_by(|a, b| a.key <= b.key));
-    if let Some(cap) = cap
-        && entries.len() > cap
-    {
-        entries.sort_by(|a, b| (b.updated_at, &b.key).cmp(&(a.updated_at, &a.key)));
-        entries.truncate(cap);
-        entries.sort_by(|a, b| a.key.cmp(&b.key));
-    }
-    Value::from(entries.into_iter().map(Value::Entry).collect::<Vec<_>>())
+pub(crate) fn memory_relation(rows: Arc<Vec<Value>>, cap: Option<usize>) -> Value {
+    let Some(cap) = cap.filter(|&cap| rows.len() > cap) else {
+        return Value::List(rows);
+    };
+    let stamp = |row: &Value| match row {
+        Value::Entry(entry) => (entry.updated_at, entry.key.clone()),
+        _ => (i64::MIN, Arc::from("")),
+    };
+    let mut newest: Vec<&Value> = rows.iter().collect();
+    newest.sort_by_key(|row| std::cmp::Reverse(stamp(row)));
+    newest.truncate(cap);
+    let mut kept: Vec<Value> = newest.into_iter().cloned().collect();
+    kept.sort_by_key(|row| stamp(row).1);
+    Value::from(kept)
 }
 
 /// The canonical text of a join key (§9.1): strings as they are, integers

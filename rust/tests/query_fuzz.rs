@@ -329,7 +329,7 @@ fn mutate(rng: &mut Rng, source: &str) -> String {
 #[test]
 fn no_input_panics() {
     let relations = Relations {
-        memory: &common::memory,
+        memory: &|| membolt::query::memory_rows(common::memory()),
         memory_cap: None,
         tool_calls: common::tool_calls(),
         tasks: common::tasks(),

@@ -29,7 +29,7 @@ fn entries(n: i64) -> Vec<Arc<Entry>> {
 
 fn run_over(source: &str, memory: &dyn Fn() -> Vec<Arc<Entry>>) -> Result<Value, QueryError> {
     let relations = Relations {
-        memory,
+        memory: &|| query::memory_rows(memory()),
         memory_cap: None,
         tool_calls: common::tool_calls(),
         tasks: common::tasks(),

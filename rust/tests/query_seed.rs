@@ -66,7 +66,7 @@ fn seed_union() {
 #[test]
 fn results_are_row_lists_when_they_should_be() {
     let relations = Relations {
-        memory: &common::memory,
+        memory: &|| membolt::query::memory_rows(common::memory()),
         memory_cap: None,
         tool_calls: common::tool_calls(),
         tasks: common::tasks(),
@@ -86,7 +86,7 @@ fn relations_work_without_an_agent_loop() {
     // F11: no tool calls or tasks fed: the relations are empty, not errors.
     let none = Vec::new;
     let relations = Relations {
-        memory: &none,
+        memory: &|| membolt::query::memory_rows(none()),
         memory_cap: None,
         tool_calls: Vec::new(),
         tasks: Vec::new(),
@@ -110,7 +110,7 @@ fn memory_is_read_only_when_named() {
         common::memory()
     };
     let relations = Relations {
-        memory: &memory,
+        memory: &|| membolt::query::memory_rows(memory()),
         memory_cap: None,
         tool_calls: common::tool_calls(),
         tasks: Vec::new(),
@@ -131,7 +131,7 @@ fn memory_cap_keeps_the_newest_sorted_by_key() {
         all
     };
     let relations = Relations {
-        memory: &entries,
+        memory: &|| membolt::query::memory_rows(entries()),
         memory_cap: Some(3),
         tool_calls: Vec::new(),
         tasks: Vec::new(),
@@ -152,7 +152,7 @@ fn memory_cap_keeps_the_newest_sorted_by_key() {
 #[test]
 fn errors_display_as_the_tool_text_expects() {
     let relations = Relations {
-        memory: &common::memory,
+        memory: &|| membolt::query::memory_rows(common::memory()),
         memory_cap: None,
         tool_calls: Vec::new(),
         tasks: Vec::new(),
@@ -189,7 +189,7 @@ fn programs_compile_once_and_run_many_times() {
                 .collect()
         };
         let relations = Relations {
-            memory: &entries,
+            memory: &|| membolt::query::memory_rows(entries()),
             memory_cap: None,
             tool_calls: Vec::new(),
             tasks: Vec::new(),

@@ -319,3 +319,30 @@ fn every_case_gives_its_expected_result() {
         failures.join("\n")
     );
 }
+
+/// A `.field OP "text"` filter is answered by a direct test of each row;
+/// it must agree with the general evaluation of the same predicate (here
+/// forced by a no-op `and true`), for every operator, field and row kind
+/// (memory rows and plain maps mixed).
+#[test]
+fn the_direct_text_filter_agrees_with_the_general_path() {
+    let rows = r#"concat(memory, [{type: "error", key: "map-row"}, {value: 3}])"#;
+    for field in ["type", "key", "value", "namespace", "createdAt"] {
+        for op in [
+            "==",
+            "!=",
+            "<",
+            ">=",
+            "contains",
+            "startsWith",
+            "endsWith",
+            "not contains",
+        ] {
+            for text in ["error", "tool:write_users", "", "e"] {
+                let direct = format!(r#"filter({rows}, .{field} {op} "{text}")"#);
+                let general = format!(r#"filter({rows}, .{field} {op} "{text}" and true)"#);
+                assert_eq!(common::eval(&direct), common::eval(&general), "{direct}");
+            }
+        }
+    }
+}

@@ -25,6 +25,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::entry::Entry;
 use crate::parallel::PARALLEL_MIN_ENTRIES;
+use crate::query::Value;
 use crate::store::core_indexes::CoreIndexes;
 use crate::store::mirror::{Derived, Mirror};
 
@@ -40,6 +41,8 @@ use search::SearchIndex;
 pub struct Views {
     search: OnceLock<SearchIndex>,
     render: OnceLock<RenderIndex>,
+    /// The `memory` relation's rows, kept until the next change.
+    memory_rows: OnceLock<Arc<Vec<Value>>>,
 }
 
 impl Derived for Views {
@@ -59,6 +62,7 @@ impl Derived for Views {
     }
 
     fn remove(&mut self, entry: &Arc<Entry>, core: Option<&CoreIndexes>) {
+        self.memory_rows = OnceLock::new();
         if let Some(search) = self.search.get_mut() {
             search.remove(&entry.key);
         }
@@ -80,6 +84,15 @@ fn views(mirror: &Mirror) -> &Views {
         .as_any()
         .downcast_ref()
         .expect("the views own the mirror's derived slot")
+}
+
+/// The `memory` relation of queries (§9.2): every entry as a row, sorted by
+/// key; built on first use and kept until the next change.
+pub fn memory_rows(mirror: &Mirror) -> Arc<Vec<Value>> {
+    views(mirror)
+        .memory_rows
+        .get_or_init(|| crate::query::memory_rows(mirror.iter().cloned().collect()))
+        .clone()
 }
 
 /// The substring-search index, built on first use.

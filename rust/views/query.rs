@@ -1,6 +1,8 @@
 //! Running a `memory_query` expression (§9) over a store: the `memory`
 //! relation comes from the mirror, `tool_calls` and `tasks` from the caller.
 
+use std::sync::Arc;
+
 use crate::error::StoreError;
 use crate::query::{self, ErrorKind, QueryError, Relations, Value};
 use crate::store::Store;
@@ -53,22 +55,15 @@ fn evaluate_here(
         Ok(program) => program,
         Err(error) => return Ok(Err(error)),
     };
-    let entries = if program.uses_memory() {
-        store.entries()?
+    // The rows are kept with the mirror until the next write, so queries
+    // between writes share one list instead of building one each.
+    let rows = if program.uses_memory() {
+        store.read(crate::views::memory_rows)?
     } else {
-        Vec::new()
+        Arc::new(Vec::new())
     };
-    // The engine asks for `memory` once per run; hand over the vector
-    // instead of copying 100k pointers.
-    let entries = std::sync::Mutex::new(Some(entries));
     let relations = Relations {
-        memory: &|| {
-            entries
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-                .unwrap_or_default()
-        },
+        memory: &|| rows.clone(),
         memory_cap: input.memory_cap,
         tool_calls: input.tool_calls,
         tasks: input.tasks,

@@ -104,7 +104,7 @@ pub fn tasks() -> Vec<Value> {
 pub fn eval(source: &str) -> Result<String, String> {
     let memory = memory;
     let relations = Relations {
-        memory: &memory,
+        memory: &|| membolt::query::memory_rows(memory()),
         memory_cap: None,
         tool_calls: tool_calls(),
         tasks: tasks(),
