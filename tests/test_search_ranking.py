@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 from membolt import AgentMemory, MemoryStore
@@ -129,3 +130,17 @@ def test_no_word_match_says_nothing_was_found(store: MemoryStore) -> None:
     assert AgentMemory(store).call_tool("memory_search", {"query": "billing provider"}) == (
         "No memory entries found."
     )
+
+
+def test_a_large_answer_leaves_the_garbage_collector_as_it_was(store: MemoryStore) -> None:
+    # Large lists of entries are built with the cyclic collector paused.
+    store.save_many([(f"k{i:05d}", "common words") for i in range(5000)])
+    assert gc.isenabled()
+    assert len(store.search("common")) == 5000
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert len(store.entries()) == 5000
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -42,8 +42,29 @@ impl PyStore {
     }
 }
 
+/// Lists of at least this many entries are built with Python's cyclic
+/// garbage collector paused (see [`entries_to_list`]).
+const BULK_OBJECTS: usize = 4096;
+
+/// The entries as a list of `Entry` objects. Every `Entry` is an object
+/// the cyclic collector tracks, so building 100k of them would run a young
+/// collection every few hundred and let it rescan the heap; nothing they
+/// hold can form a cycle, so the collector is paused while a large list is
+/// built (and restored as it was).
 fn entries_to_list(py: Python<'_>, entries: Vec<Arc<Entry>>) -> PyResult<Bound<'_, PyList>> {
-    PyList::new(py, entries.into_iter().map(PyEntry::wrap))
+    if entries.len() < BULK_OBJECTS {
+        return PyList::new(py, entries.into_iter().map(PyEntry::wrap));
+    }
+    let gc = py.import("gc")?;
+    let was_enabled: bool = gc.call_method0("isenabled")?.extract()?;
+    if was_enabled {
+        gc.call_method0("disable")?;
+    }
+    let list = PyList::new(py, entries.into_iter().map(PyEntry::wrap));
+    if was_enabled {
+        gc.call_method0("enable")?;
+    }
+    list
 }
 
 fn keys_to_list<'py>(py: Python<'py>, keys: &[Arc<str>]) -> PyResult<Bound<'py, PyList>> {
