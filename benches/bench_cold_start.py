@@ -118,9 +118,9 @@ out = {}
 out["save_new_us"], out["save_new_cpu_us"] = measure(lambda i: store.save(f"bench:new-{i}", value))
 out["save_overwrite_us"], out["save_overwrite_cpu_us"] = measure(
     lambda i: store.save(f"bench:new-{i % 50}", value + str(i)))
-core = store._save
+core, request = store._save, membolt._core.SaveRequest
 out["core_save_us"], out["core_save_cpu_us"] = measure(
-    lambda i: core(f"bench:core-{i}", value, None, "note", None, None, None))
+    lambda i: core(request(f"bench:core-{i}", value, inferred_type="note")))
 store.close()
 
 db = sqlite3.connect(sqlite_path, isolation_level=None)
