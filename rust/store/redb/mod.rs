@@ -157,6 +157,7 @@ impl RedbMedium {
 
     /// The damage found earlier, unless the file has been replaced since.
     fn known_damage(&mut self) -> Option<StoreError> {
+        self.damage.as_ref()?;
         let inode = self.inode();
         let damage = self.damage.as_ref()?;
         if damage.inode != inode {
