@@ -9,7 +9,7 @@
 //! store/      the rules of §1 and §3 over a mirror, and the media below
 //!             the seam (store/medium.rs): store/redb/
 //! query/      the memory_query language
-//! entry.rs, text.rs, error.rs   shared by all of the above
+//! entry.rs, text/, error.rs    shared by all of the above
 //! ```
 //!
 //! `cargo test` exercises the core without a Python interpreter.
