@@ -30,11 +30,12 @@ from pathlib import Path
 import membolt
 from membolt import AgentMemory, MemoryStore
 
-VOCABULARY = (
-    "deploy build test error billing provider decision user api handler config "
-    "database cache request response server client queue worker retry timeout "
-    "release branch merge review schema migration index token session metric log"
-).split()
+VOCABULARY = [
+    *("deploy", "build", "test", "error", "billing", "provider", "decision", "user"),
+    *("api", "handler", "config", "database", "cache", "request", "response", "server"),
+    *("client", "queue", "worker", "retry", "timeout", "release", "branch", "merge"),
+    *("review", "schema", "migration", "index", "token", "session", "metric", "log"),
+]
 TYPES = ("note", "progress", "result", "error", "decision", "status", "context", "file")
 QUERY = "DEPLOY"
 MISS = "qzxjq"
@@ -90,7 +91,9 @@ def measure(size: int, rounds: int, work: Path) -> dict[str, float]:
     out["dict_scan"] = p50(
         lambda: [k for k, (lk, lv, _) in lowered.items() if needle in lk or needle in lv], rounds
     )
-    out["dict_filter"] = p50(lambda: [k for k, (_, _, t) in lowered.items() if t == "error"], rounds)
+    out["dict_filter"] = p50(
+        lambda: [k for k, (_, _, t) in lowered.items() if t == "error"], rounds
+    )
     for name, handle in (("built", store), ("reloaded", reloaded)):
         memory = AgentMemory(handle)
         out[f"{name}_search"] = p50(lambda h=handle: h.search(QUERY), rounds)
