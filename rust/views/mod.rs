@@ -103,18 +103,35 @@ pub fn search_index(mirror: &Mirror) -> &SearchIndex {
     })
 }
 
-/// The indexes of the `<memory>` block, built on first use together with
-/// its fill tree and token index (the first render needs all of them), and
-/// with the mirror's core indexes, on another thread, if those are not
-/// built yet.
+/// The indexes of the `<memory>` block, built on first use (with the
+/// mirror's core indexes, on another thread, if those are not built yet).
+/// Its token index, the largest part, is left to the first call that needs
+/// it: a render without a focus (a session's first prompt) does not.
 pub fn render_index(mirror: &Mirror) -> &RenderIndex {
+    build_render_index(mirror, false)
+}
+
+/// [`render_index`] with its token index, for a focused render or a word
+/// search: when the whole index is still to be built, the token index is
+/// built beside the rest, on its own thread.
+pub fn render_index_with_tokens(mirror: &Mirror) -> &RenderIndex {
+    let index = build_render_index(mirror, true);
+    index.tokens();
+    index
+}
+
+fn build_render_index(mirror: &Mirror, with_tokens: bool) -> &RenderIndex {
     views(mirror).render.get_or_init(|| {
         let entries: Vec<&Arc<Entry>> = mirror.iter().collect();
         std::thread::scope(|scope| {
             let core = (mirror.built_core_indexes().is_none()
                 && entries.len() >= PARALLEL_MIN_ENTRIES)
                 .then(|| scope.spawn(|| mirror.core_indexes()));
-            let render = RenderIndex::for_render(&entries);
+            let render = if with_tokens {
+                RenderIndex::for_render(&entries)
+            } else {
+                RenderIndex::from_entries(&entries)
+            };
             if let Some(core) = core {
                 core.join().expect("core index thread");
             }

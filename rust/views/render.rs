@@ -41,13 +41,18 @@ pub const MAX_FOCUS_MATCHES: usize = 5;
 /// Renders the `<memory>` block of `mirror` for `focus` within `max_tokens`,
 /// ages relative to `now_ms`. An empty store renders `""`.
 pub fn render(mirror: &Mirror, focus: &str, max_tokens: i64, now_ms: i64) -> String {
-    let index = crate::views::render_index(mirror);
+    let words = focus_words(focus);
+    let index = if words.is_empty() {
+        crate::views::render_index(mirror)
+    } else {
+        crate::views::render_index_with_tokens(mirror)
+    };
     if index.is_empty() {
         return String::new();
     }
     let resume = index.resume_point();
     let error = index.newest_unresolved_error();
-    let matches = focus_matches(index, &focus_words(focus));
+    let matches = focus_matches(index, &words);
 
     // §5.2.4: the priority set, in a stable order (ids are only a set here).
     let mut priority = IdSet::default();

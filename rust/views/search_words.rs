@@ -48,7 +48,7 @@ pub fn search_words(
     if distinct.len() < MIN_WORDS {
         return (0, Vec::new());
     }
-    let index = crate::views::render_index(mirror);
+    let index = crate::views::render_index_with_tokens(mirror);
     let tokens = index.tokens();
     let mut tallies: FxHashMap<u32, Tally> = FxHashMap::default();
     for (number, (word, _)) in distinct.iter().enumerate() {
