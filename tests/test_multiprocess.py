@@ -235,7 +235,7 @@ def test_reader_far_behind_rebuilds_its_mirror(store_path: Path) -> None:
     reader = MemoryStore(store_path)
     reader.save("first", "1")
     membolt._core._release_all()
-    # More changes than the sidecar's ring holds (1 MiB of change records).
+    # More changes than the sidecar's ring holds (256 KiB of change records).
     run_child(
         "import sys, membolt\n"
         "s = membolt.MemoryStore(sys.argv[1])\n"

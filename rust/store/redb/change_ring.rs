@@ -11,7 +11,7 @@
 //!     16     8  ring id: random, chosen when the sidecar is (re)initialised
 //!     24     8  seq: number of change records ever appended
 //!     32     8  head: number of ring bytes ever written
-//!     64  1 MiB ring of records: seq (u64) | key length (u32) | key bytes
+//!     64  256 KiB ring of records: seq (u64) | key length (u32) | key bytes
 //! ```
 //!
 //! Invariants that make it safe:
@@ -53,9 +53,12 @@ const MAGIC: &[u8; 8] = b"mbsync01";
 const WANT_OFFSET: u64 = 8;
 const POSITION_OFFSET: u64 = 16;
 const HEADER_LEN: u64 = 64;
-/// Ring capacity: about 25,000 changes of typical keys. A process that falls
-/// further behind rebuilds its mirror instead.
-pub(crate) const RING_LEN: u64 = 1 << 20;
+/// Ring capacity: about 6,000 changes of typical keys, far more than an
+/// interactive process falls behind by between two calls; one that falls
+/// further behind (a bulk import in between) rebuilds its mirror instead.
+/// The file is made with `set_len`, so only the ring bytes written take
+/// disk space.
+pub(crate) const RING_LEN: u64 = 256 << 10;
 const RECORD_HEADER: usize = 12;
 
 /// Where the change log stood when a mirror was last brought up to date.
