@@ -20,7 +20,14 @@ from .errors import (
 )
 from .extract import ExtractionConfig
 from .prompt import system_prompt_section
-from .store import Batch, MemoryStore, encode_cwd, get_or_create_store, project_store_path
+from .store import (
+    Batch,
+    MemoryStore,
+    encode_cwd,
+    get_or_create_store,
+    open_store,
+    project_store_path,
+)
 
 __all__ = [
     "AgentMemory",
@@ -38,6 +45,7 @@ __all__ = [
     "classify",
     "encode_cwd",
     "get_or_create_store",
+    "open_store",
     "parent_type",
     "project_store_path",
     "system_prompt_section",

@@ -35,19 +35,19 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from . import __version__, tools
 from .agent import AgentMemory
 from .errors import MemboltError
-from .store import DEFAULT_TIMEOUT, MemoryStore
+from .store import DEFAULT_TIMEOUT, open_store
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -155,8 +155,17 @@ class MemoryService:
     worker threads.
     """
 
-    def __init__(self, store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.store_path = store_path
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        project: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        # The store is chosen as everywhere else (``open_store``), when the
+        # first request needs it.
+        self._db, self._cwd, self._project = db, cwd, project
         self.timeout = timeout
         self._memory: AgentMemory | None = None
         self._lock = threading.Lock()
@@ -164,7 +173,8 @@ class MemoryService:
     def memory(self) -> AgentMemory:
         with self._lock:
             if self._memory is None:
-                store = MemoryStore(self.store_path, timeout=self.timeout)
+                store = open_store(self._db, self._cwd, self._project, timeout=self.timeout)
+                logger.info("serving %s", store.location)
                 self._memory = AgentMemory(store)
             return self._memory
 
@@ -298,8 +308,15 @@ def build_server(service: MemoryService) -> Server[Any]:
     )
 
 
-def run_mcp_server(store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-    """Serve the store at ``store_path`` over stdin/stdout until the client
+def run_mcp_server(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    project: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    """Serve the store ``open_store(db, cwd, project)`` chooses (a file, or a
+    project on a PostgreSQL server, §12) over stdin/stdout until the client
     closes the connection (blocking).
 
     ``timeout`` is how long a call waits for another process holding the
@@ -310,7 +327,7 @@ def run_mcp_server(store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Non
     from mcp.server.stdio import stdio_server
 
     _log_to_stderr()
-    service = MemoryService(Path(store_path), timeout=timeout)
+    service = MemoryService(db, cwd=cwd, project=project, timeout=timeout)
     server = build_server(service)
 
     async def serve() -> None:
@@ -335,7 +352,7 @@ def run_mcp_server(store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Non
                 tasks.start_soon(relay)
                 await server.run(receive, write_stream, server.create_initialization_options())
 
-    logger.info("serving %s over stdio", service.store_path)
+    logger.info("serving over stdio")
     try:
         anyio.run(serve)
     finally:

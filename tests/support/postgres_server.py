@@ -11,13 +11,14 @@ as an unprivileged system user (``postgres`` when it exists, else
 until interrupted (for trying things by hand).
 
 When no PostgreSQL binaries exist, :func:`find_binaries` raises
-:class:`PostgresMissing`; the test fixture turns that into a failure (CI
+:class:`PostgresMissingError`; the test fixture turns that into a failure (CI
 must not skip the §12 tests silently) unless ``MEMBOLT_SKIP_POSTGRES=1`` asks
 a local run to skip them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -39,7 +40,7 @@ PASSWORD = "s3cret-pw-never-shown"
 DEBIAN_BINARIES = "/usr/lib/postgresql/*/bin"
 
 
-class PostgresMissing(RuntimeError):
+class PostgresMissingError(RuntimeError):
     """No PostgreSQL server binaries on this machine."""
 
 
@@ -54,7 +55,7 @@ def find_binaries() -> Path:
     for candidate in candidates:
         if candidate and all((Path(candidate) / tool).exists() for tool in ("initdb", "pg_ctl")):
             return Path(candidate)
-    raise PostgresMissing(
+    raise PostgresMissingError(
         "no PostgreSQL server binaries (initdb, pg_ctl) found: install PostgreSQL "
         "(apt-get install postgresql) or point MEMBOLT_PG_BIN at its bin directory; "
         "MEMBOLT_SKIP_POSTGRES=1 skips the PostgreSQL tests on a machine without it"
@@ -116,13 +117,18 @@ class PostgresServer:
                 return pwd.getpwnam(name)
             except KeyError:
                 continue
-        raise PostgresMissing("running as root, and no unprivileged user to run PostgreSQL as")
+        raise PostgresMissingError("running as root, and no unprivileged user to run PostgreSQL as")
 
     def _as_server_user(self, command: list[str]) -> list[str]:
         if self._user is None:
             return command
-        return ["setpriv", f"--reuid={self._user.pw_uid}", f"--regid={self._user.pw_gid}",
-                "--clear-groups", *command]  # fmt: skip
+        return [
+            "setpriv",
+            f"--reuid={self._user.pw_uid}",
+            f"--regid={self._user.pw_gid}",
+            "--clear-groups",
+            *command,
+        ]
 
     def _run(self, command: list[str]) -> None:
         subprocess.run(
@@ -141,9 +147,19 @@ class PostgresServer:
             os.chown(self.directory, self._user.pw_uid, self._user.pw_gid)
             os.chown(password_file, self._user.pw_uid, self._user.pw_gid)
         self._run(
-            [str(self.bin / "initdb"), "-D", str(self.data), "-U", ADMIN,
-             f"--pwfile={password_file}", "--auth=scram-sha-256", "-E", "UTF8",
-             "--locale=C.UTF-8", "--no-sync"]  # fmt: skip
+            [
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                ADMIN,
+                f"--pwfile={password_file}",
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ]
         )
         password_file.unlink()
         settings = [
@@ -161,8 +177,17 @@ class PostgresServer:
 
     def start(self) -> None:
         self._run(
-            [str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w",
-             "-t", "60", "start"]  # fmt: skip
+            [
+                str(self.bin / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.log),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]
         )
         if not self._has_database():
             self.sql(f"CREATE DATABASE {DATABASE}", database="postgres")
@@ -181,10 +206,8 @@ class PostgresServer:
         self.start()
 
     def destroy(self) -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # not running
             self.stop("immediate")
-        except subprocess.CalledProcessError:
-            pass  # not running
         shutil.rmtree(self.directory, ignore_errors=True)
 
     # ----- administration ----------------------------------------------------
@@ -196,13 +219,32 @@ class PostgresServer:
         if not psql.exists():
             psql = Path(shutil.which("psql") or "psql")
         done = subprocess.run(
-            [str(psql), "-X", "-q", "-A", "-t", "-F", "\x1f", "-v", "ON_ERROR_STOP=1",
-             "-h", self.host, "-p", str(self.port), "-U", ADMIN, "-d", database,
-             "-c", statement],  # fmt: skip
+            [
+                str(psql),
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-F",
+                "\x1f",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                self.host,
+                "-p",
+                str(self.port),
+                "-U",
+                ADMIN,
+                "-d",
+                database,
+                "-c",
+                statement,
+            ],
             env={**os.environ, "PGPASSWORD": PASSWORD, "PGCONNECT_TIMEOUT": "10"},
             capture_output=True,
             text=True,
             timeout=60,
+            check=False,
         )
         if done.returncode != 0:
             raise RuntimeError(f"psql failed: {done.stderr.strip()}")
