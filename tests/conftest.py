@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import membolt
+
 from support.postgres_server import PostgresMissingError, PostgresServer
 
 MEDIA = ("redb", "postgres")
