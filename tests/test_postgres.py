@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -447,3 +449,48 @@ def test_the_mcp_server_serves_a_project(postgres_url: str, project: str, tmp_pa
 
     run_session(main)
     assert MemoryStore(postgres_url, project=project).get("decision:db").value == "shared"
+
+
+# ----- TLS -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_server() -> Iterator[PostgresServer]:
+    server = PostgresServer(tls_name="membolt.test")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.destroy()
+
+
+def connection_uses_tls(server: PostgresServer, **params: str) -> bool:
+    """Opens a store with ``params`` on ``server``, saves, and says whether
+    its connection is encrypted."""
+    name = f"tls-{uuid.uuid4().hex[:8]}"
+    store = MemoryStore(server.url(application_name=name, **params), project=name, timeout=2)
+    store.save("k", "v")
+    [[ssl]] = server.sql(
+        "SELECT ssl FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) "
+        f"WHERE application_name = '{name}'"
+    )
+    return ssl == "t"
+
+
+def test_sslmode_as_libpq_means_it(tls_server: PostgresServer) -> None:
+    assert tls_server.certificate is not None
+    root = str(tls_server.certificate)
+    assert not connection_uses_tls(tls_server, sslmode="disable")
+    assert connection_uses_tls(tls_server)  # prefer: a self-signed certificate is taken
+    assert connection_uses_tls(tls_server, sslmode="require")
+    # The chain of the certificate given; its name (membolt.test) is not 127.0.0.1.
+    assert connection_uses_tls(tls_server, sslmode="verify-ca", sslrootcert=root)
+    for refused in ({"sslmode": "verify-full", "sslrootcert": root}, {"sslmode": "verify-full"}):
+        with pytest.raises(StoreError, match="certificate") as failed:
+            connection_uses_tls(tls_server, **refused)
+        assert PASSWORD not in str(failed.value)
+
+
+def test_require_refuses_a_server_without_tls(postgres_server: PostgresServer) -> None:
+    with pytest.raises(StoreError, match=r"127\.0\.0\.1"):
+        connection_uses_tls(postgres_server, sslmode="require")

@@ -79,8 +79,12 @@ class PostgresServer:
     which only matters if the machine crashes; the benchmarks keep the
     server's defaults."""
 
-    def __init__(self, *, durable: bool = False) -> None:
+    def __init__(self, *, durable: bool = False, tls_name: str | None = None) -> None:
         self.bin = find_binaries()
+        #: With ``tls_name``, the server offers TLS with a self-signed
+        #: certificate for that DNS name, ``certificate`` (a PEM file).
+        self.tls_name = tls_name
+        self.certificate: Path | None = None
         self.host = "127.0.0.1"
         self.port = _free_port()
         self.durable = durable
@@ -172,8 +176,34 @@ class PostgresServer:
         ]
         if not self.durable:
             settings += ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]
+        if self.tls_name is not None:
+            settings += self._make_certificate(self.tls_name)
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write("\n".join(settings) + "\n")
+
+    def _make_certificate(self, name: str) -> list[str]:
+        """A test certificate authority (``self.certificate``) and a server
+        certificate it signed for ``name``."""
+        self.certificate = self.directory / "ca.crt"
+        ca_key, key, request = (self.directory / n for n in ("ca.key", "server.key", "server.csr"))
+        cert, extensions = self.directory / "server.crt", self.directory / "server.ext"
+        extensions.write_text(f"subjectAltName=DNS:{name}\nbasicConstraints=CA:FALSE\n")
+        steps = [
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+             "/CN=membolt test CA", "-keyout", str(ca_key), "-out", str(self.certificate)],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+             "-keyout", str(key), "-out", str(request)],
+            ["x509", "-req", "-in", str(request), "-CA", str(self.certificate), "-CAkey",
+             str(ca_key), "-CAcreateserial", "-days", "2", "-extfile", str(extensions),
+             "-out", str(cert)],
+        ]  # fmt: skip
+        for step in steps:
+            subprocess.run(["openssl", *step], check=True, capture_output=True, timeout=60)
+        for path in (key, cert):
+            path.chmod(0o600)
+            if self._user is not None:
+                os.chown(path, self._user.pw_uid, self._user.pw_gid)
+        return ["ssl = on", f"ssl_cert_file = '{cert}'", f"ssl_key_file = '{key}'"]
 
     def start(self) -> None:
         self._run(
