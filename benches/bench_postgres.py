@@ -17,10 +17,13 @@ as many rows. Figures are p50 times; ratios are what to compare.
 * get, render: served from the mirror after the freshness check;
 * fresh: a read on an unchanged store (the freshness check alone) vs
   ``SELECT 1`` (one round trip);
-* open: a new process's open + first render of the project (connect, load
-  every row, render) vs connect + fetch every row with psycopg;
+* open: in a new process, open + load (connect, check the schema, read and
+  check every row, build the mirror) vs connect + fetch every row with
+  psycopg; then the first render (which builds the render indexes, as it
+  does on a file);
 * 4 x 500 saves: four processes saving into one project (serialised by its
-  lock) vs four psycopg processes upserting into one table.
+  lock), and into four projects (which never wait for each other), vs four
+  psycopg processes upserting into one table.
 """
 
 from __future__ import annotations
@@ -90,6 +93,10 @@ def in_process(
     len(store)  # loaded
     db = psycopg_connect(server.url())
     db.prepare_threshold = 0  # server-side prepared, as membolt's statements
+    # Reads in autocommit: one round trip each, no BEGIN/COMMIT around them.
+    reader = psycopg_connect(server.url())
+    reader.autocommit = True
+    reader.prepare_threshold = 0
     counter = itertools.count()
     upsert = UPSERT.format(table=table)
 
@@ -107,22 +114,20 @@ def in_process(
     select = f"SELECT value FROM {table} WHERE key = %s"
 
     def psycopg_get(i: int) -> None:
-        db.execute(select, (keys[i % len(keys)],)).fetchone()
-        db.commit()
+        reader.execute(select, (keys[i % len(keys)],)).fetchone()
 
-    results.append(
-        ("get", p50(lambda i: store.get(keys[i % len(keys)]), repeat), p50(psycopg_get, repeat))
-    )
+    get = p50_alternating(lambda i: store.get(keys[i % len(keys)]), psycopg_get, repeat)
+    results.append(("get", *get))
 
     def one_round_trip(_: int) -> None:
-        db.execute("SELECT 1").fetchone()
-        db.commit()
+        reader.execute("SELECT 1").fetchone()
 
     results.append(
         ("fresh (unchanged)", p50(lambda _: len(store), repeat), p50(one_round_trip, repeat))
     )
     results.append(("render", p50(lambda _: store.render("", 500), repeat), float("nan")))
     db.close()
+    reader.close()
     return results
 
 
@@ -130,8 +135,10 @@ OPEN_MEMBOLT = """
 import sys, time, membolt
 start = time.perf_counter()
 store = membolt.MemoryStore(sys.argv[1], project=sys.argv[2])
+len(store)
+loaded = time.perf_counter()
 store.render("", 500)
-print(time.perf_counter() - start)
+print(loaded - start, time.perf_counter() - loaded)
 """
 
 OPEN_PSYCOPG = """
@@ -145,17 +152,22 @@ print(time.perf_counter() - start)
 
 def open_and_render(
     server: PostgresServer, project: str, table: str, repeat: int
-) -> tuple[float, float]:
-    def child(code: str, *args: str) -> float:
+) -> tuple[float, float, float]:
+    """p50 ms in a new process: membolt's open + load, its first render (which
+    builds the render indexes, as on a file), psycopg's connect + fetch all."""
+
+    def child(code: str, *args: str) -> list[float]:
         out = subprocess.run(
             [sys.executable, "-c", code, server.url(), *args],
             capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
-        return float(out) * 1000
+        return [float(part) * 1000 for part in out.split()]
 
-    membolt_ms = statistics.median(child(OPEN_MEMBOLT, project) for _ in range(repeat))
-    psycopg_ms = statistics.median(child(OPEN_PSYCOPG, table) for _ in range(repeat))
-    return membolt_ms, psycopg_ms
+    ours = [child(OPEN_MEMBOLT, project) for _ in range(repeat)]
+    theirs = [child(OPEN_PSYCOPG, table)[0] for _ in range(repeat)]
+    load = statistics.median(times[0] for times in ours)
+    render = statistics.median(times[1] for times in ours)
+    return load, render, statistics.median(theirs)
 
 
 SAVER_MEMBOLT = """
@@ -178,8 +190,8 @@ for i in range(int(sys.argv[4])):
 """
 
 
-def throughput(server: PostgresServer, code: str, target: str) -> float:
-    """Saves per second of PROCESSES processes saving SAVES_EACH each."""
+def throughput(server: PostgresServer, code: str, targets: list[str]) -> float:
+    """Saves per second of one process per target saving SAVES_EACH each."""
     run = uuid.uuid4().hex[:6]
     workers = [
         subprocess.Popen(
@@ -188,7 +200,7 @@ def throughput(server: PostgresServer, code: str, target: str) -> float:
             stdout=subprocess.PIPE,
             text=True,
         )
-        for n in range(PROCESSES)
+        for n, target in enumerate(targets)
     ]
     for worker in workers:
         assert worker.stdout is not None
@@ -200,7 +212,7 @@ def throughput(server: PostgresServer, code: str, target: str) -> float:
         worker.stdin.flush()
     for worker in workers:
         assert worker.wait(timeout=600) == 0
-    return PROCESSES * SAVES_EACH / (time.perf_counter() - start)
+    return len(targets) * SAVES_EACH / (time.perf_counter() - start)
 
 
 def main() -> None:
@@ -227,10 +239,12 @@ def main() -> None:
             )
         table = f"bench_kv_{args.sizes[0]}"
         project = f"bench-throughput-{uuid.uuid4().hex[:6]}"
-        ours = throughput(server, SAVER_MEMBOLT, project)
-        theirs = throughput(server, SAVER_PSYCOPG, table)
+        ours = throughput(server, SAVER_MEMBOLT, [project] * PROCESSES)
+        theirs = throughput(server, SAVER_PSYCOPG, [table] * PROCESSES)
+        apart = throughput(server, SAVER_MEMBOLT, [f"{project}-{n}" for n in range(PROCESSES)])
         print(f"-- {PROCESSES} processes x {SAVES_EACH} saves, one project / one table")
         print(f"{'saves per second':22}{ours:>12.0f}{theirs:>12.0f}{ours / theirs:>8.2f}")
+        print(f"{'  (4 projects)':22}{apart:>12.0f}{theirs:>12.0f}{apart / theirs:>8.2f}")
     finally:
         server.destroy()
 

@@ -23,6 +23,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -293,6 +294,8 @@ class PostgresServer:
 
 
 def main() -> None:
+    # A background job ignores SIGINT: stop on SIGTERM too, cleaning up.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server = PostgresServer(durable="--durable" in sys.argv)
     server.start()
     print(server.url(), flush=True)

@@ -56,6 +56,7 @@ mod tls;
 use std::sync::Arc;
 use std::time::Instant;
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -333,8 +334,7 @@ impl PostgresMedium {
             return Ok(());
         };
         if let (Some(current), Some(seen)) = (mirror.as_mut(), self.seen) {
-            let rows = self.query(statements::CHANGES, &[&id, &seen])?;
-            let (project, changed) = self.read_answer(&rows)?;
+            let (project, changed) = self.entry_query(statements::CHANGES, &[&id, &seen])?;
             let Some(project) = project else {
                 self.project_gone(mirror);
                 return Ok(());
@@ -355,8 +355,7 @@ impl PostgresMedium {
                 return Ok(());
             }
         }
-        let rows = self.query(statements::EVERYTHING, &[&id])?;
-        let (project, loaded) = self.read_answer(&rows)?;
+        let (project, loaded) = self.entry_query(statements::EVERYTHING, &[&id])?;
         let Some(project) = project else {
             self.project_gone(mirror);
             return Ok(());
@@ -365,6 +364,8 @@ impl PostgresMedium {
             .into_iter()
             .filter_map(|(_, entry)| entry.map(Arc::new))
             .collect();
+        // Sorted already, unless the server chose another plan: then this
+        // sort is what keeps the build cheap.
         entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         *mirror = Some(Mirror::from_entries(
             entries,
@@ -382,16 +383,24 @@ impl PostgresMedium {
         *mirror = Some(Mirror::default());
     }
 
-    /// The project's row and the entry rows of an entry query.
+    /// Runs an entry query (statements.rs): the project's row and the entry
+    /// rows, each decoded as it arrives.
     #[allow(clippy::type_complexity)]
-    fn read_answer(
-        &self,
-        rows: &[Row],
+    fn entry_query(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> std::result::Result<(Option<ProjectRow>, Vec<(Arc<str>, Option<Entry>)>), Failure> {
+        let location = self.location.clone();
+        let connection = self.connection.as_mut().ok_or_else(closed)?;
+        let statement = connection.prepared.get(&mut connection.client, sql)?;
+        let mut rows = connection
+            .client
+            .query_raw(&statement, params.iter().copied())?;
         let mut project = None;
-        let mut entries = Vec::with_capacity(rows.len().saturating_sub(1));
+        let mut entries = Vec::new();
         let mut interner = Interner::default();
-        for row in rows {
+        while let Some(row) = rows.next()? {
             let key: Option<&str> = row.get(0);
             if key.is_none() {
                 project = Some(ProjectRow {
@@ -401,9 +410,8 @@ impl PostgresMedium {
                     store_id: row.get(9),
                 });
             } else {
-                entries.push(
-                    columns::decode(row, &mut interner, &self.location).map_err(Failure::Store)?,
-                );
+                entries
+                    .push(columns::decode(&row, &mut interner, &location).map_err(Failure::Store)?);
             }
         }
         Ok((project, entries))

@@ -28,13 +28,15 @@ pub(crate) const CHANGES: &str = "SELECT NULL::text, NULL::text, NULL::text, NUL
      SELECT key, value, type, namespace, refs, created_at, updated_at, deleted, checksum, NULL \
      FROM membolt_entries WHERE project_id = $1 AND seq > $2";
 
-/// Every live entry, with the project's row: a full load.
+/// Every live entry, with the project's row: a full load. In key order
+/// (the primary key's, bytewise as membolt's): the mirror is then built
+/// from sorted entries, which is the cheap way.
 pub(crate) const EVERYTHING: &str = "SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::text[], \
      p.seq, p.clock, false, p.purged_seq, p.store_id \
      FROM membolt_projects p WHERE p.id = $1 \
      UNION ALL \
-     SELECT key, value, type, namespace, refs, created_at, updated_at, deleted, checksum, NULL \
-     FROM membolt_entries WHERE project_id = $1 AND NOT deleted";
+     (SELECT key, value, type, namespace, refs, created_at, updated_at, deleted, checksum, NULL \
+     FROM membolt_entries WHERE project_id = $1 AND NOT deleted ORDER BY key)";
 
 /// A project's id and store id by name.
 pub(crate) const FIND_PROJECT: &str = "SELECT id, store_id FROM membolt_projects WHERE name = $1";

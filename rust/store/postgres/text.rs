@@ -16,15 +16,19 @@
 
 use std::borrow::Cow;
 
-use memchr::memmem;
-
 const ESCAPE: char = '\u{FFFF}';
 const ESCAPE_UTF8: &[u8] = "\u{FFFF}".as_bytes();
+
+/// Whether `bytes` hold U+FFFF (EF BF BF): a scan for its first byte, rare
+/// in text, then a look at the two after it.
+fn holds_escape(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(ESCAPE_UTF8[0], bytes).any(|i| bytes[i..].starts_with(ESCAPE_UTF8))
+}
 
 /// `text` as stored.
 pub(crate) fn to_column(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
-    if memchr::memchr(0, bytes).is_none() && memmem::find(bytes, ESCAPE_UTF8).is_none() {
+    if memchr::memchr(0, bytes).is_none() && !holds_escape(bytes) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
@@ -47,7 +51,7 @@ pub(crate) fn to_column(text: &str) -> Cow<'_, str> {
 /// The text a column holds; `None` when it is no output of [`to_column`]
 /// (an escape followed by anything else: the row was changed by hand).
 pub(crate) fn from_column(column: &str) -> Option<Cow<'_, str>> {
-    if memmem::find(column.as_bytes(), ESCAPE_UTF8).is_none() {
+    if !holds_escape(column.as_bytes()) {
         return Some(Cow::Borrowed(column));
     }
     let mut out = String::with_capacity(column.len());
