@@ -107,7 +107,9 @@ def _open(
         db = os.environ.get(DATABASE_URL_VARIABLE) or None
     if is_database_url(db):
         assert isinstance(db, str)
-        name = project or os.environ.get(PROJECT_VARIABLE) or encode_cwd(_absolute(cwd))
+        name = project
+        if name is None:
+            name = os.environ.get(PROJECT_VARIABLE) or encode_cwd(_absolute(cwd))
         return cls(db, project=name, timeout=timeout)
     if project is not None:
         raise ValueError(
