@@ -293,49 +293,71 @@ def test_a_connection_ended_between_calls_is_replaced(
     assert store.keys() == ["a", "b"]
 
 
-def test_a_connection_dropped_mid_write_applies_nothing(
-    postgres_server: PostgresServer, postgres_url: str, project: str
-) -> None:
-    # A trigger that stalls writes of `slow:` keys, so the write can be
-    # caught in the middle.
+@pytest.fixture
+def stalling_writes(postgres_server: PostgresServer) -> Iterator[None]:
+    """A trigger that stalls every write of a ``slow:`` key for a minute, so
+    that a write can be caught in the middle."""
     postgres_server.sql(
         "CREATE OR REPLACE FUNCTION membolt_test_stall() RETURNS trigger LANGUAGE plpgsql AS "
         "$$ BEGIN IF NEW.key LIKE 'slow:%' THEN PERFORM pg_sleep(60); END IF; RETURN NEW; END $$; "
         "CREATE TRIGGER membolt_test_stall BEFORE INSERT OR UPDATE ON membolt_entries "
         "FOR EACH ROW EXECUTE FUNCTION membolt_test_stall()"
     )
-    store = MemoryStore(postgres_url, project=project)
     try:
-        store.save("kept", "0")
-        failures: list[BaseException] = []
-
-        def write() -> None:
-            try:
-                store.save_many([("first", "1"), ("slow:second", "2"), ("third", "3")])
-            except BaseException as error:  # handed to the test thread
-                failures.append(error)
-
-        writer = threading.Thread(target=write)
-        writer.start()
-        [[pid]] = postgres_server.wait_until(
-            "SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' "
-            "AND application_name = 'membolt'"
-        )
-        postgres_server.sql(f"SELECT pg_terminate_backend({pid})")
-        writer.join(timeout=60)
-        assert len(failures) == 1
-        assert isinstance(failures[0], StoreError)
-        assert "nothing of it was applied" in str(failures[0])
-        # Nothing on the server, nothing in the mirror.
-        assert rows(postgres_server, project) == [["kept", "0"]]
-        assert store.keys() == ["kept"]
-        # The next call works on a new connection.
-        store.save("after", "4")
-        assert store.keys() == ["after", "kept"]
+        yield
     finally:
         postgres_server.sql(
             "DROP TRIGGER membolt_test_stall ON membolt_entries; DROP FUNCTION membolt_test_stall()"
         )
+
+
+@pytest.mark.usefixtures("stalling_writes")
+def test_a_connection_dropped_mid_write_applies_nothing(
+    postgres_server: PostgresServer, postgres_url: str, project: str
+) -> None:
+    store = MemoryStore(postgres_url, project=project)
+    store.save("kept", "0")
+    failures: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            store.save_many([("first", "1"), ("slow:second", "2"), ("third", "3")])
+        except BaseException as error:  # handed to the test thread
+            failures.append(error)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    [[pid]] = postgres_server.wait_until(
+        "SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' "
+        "AND application_name = 'membolt'"
+    )
+    postgres_server.sql(f"SELECT pg_terminate_backend({pid})")
+    writer.join(timeout=60)
+    assert len(failures) == 1
+    assert isinstance(failures[0], StoreError)
+    assert "nothing of it was applied" in str(failures[0])
+    # Nothing on the server, nothing in the mirror.
+    assert rows(postgres_server, project) == [["kept", "0"]]
+    assert store.keys() == ["kept"]
+    # The next call works on a new connection.
+    store.save("after", "4")
+    assert store.keys() == ["after", "kept"]
+
+
+@pytest.mark.usefixtures("stalling_writes")
+def test_a_statement_timeout_is_a_store_error_and_applies_nothing(
+    postgres_server: PostgresServer, project: str
+) -> None:
+    url = postgres_server.url(options="-c statement_timeout=300")
+    store = MemoryStore(url, project=project)
+    store.save("kept", "0")
+    with pytest.raises(StoreError, match="statement timeout") as cancelled:
+        store.save_many([("first", "1"), ("slow:second", "2")])
+    assert "127.0.0.1" in str(cancelled.value)
+    assert rows(postgres_server, project) == [["kept", "0"]]
+    assert store.keys() == ["kept"]
+    store.save("after", "1")  # the same connection goes on
+    assert store.keys() == ["after", "kept"]
 
 
 def test_wrong_credentials_never_show_the_password(
@@ -420,6 +442,9 @@ def test_export_and_import_move_a_project_between_backends_losslessly(
     stats = cli(*database, "stats")
     assert "entries: 3" in stats.stdout
     assert PASSWORD not in stats.stdout
+    doctor = cli(*database, "doctor")
+    assert doctor.returncode == 0
+    assert "ok: every row passed its checksum" in doctor.stdout
 
 
 def test_the_cli_reads_the_environment(postgres_url: str, project: str, tmp_path: Path) -> None:
