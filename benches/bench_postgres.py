@@ -2,7 +2,7 @@
 throwaway server, in one run.
 
     maturin develop --release
-    pip install 'psycopg[binary]'          # the baseline only (membolt needs none)
+    pip install -e '.[bench]'              # psycopg, the baseline only (membolt needs none)
     python benches/bench_postgres.py                  # 10k and 100k entries
     python benches/bench_postgres.py --sizes 10000    # quicker
 
