@@ -17,6 +17,10 @@ from membolt import MemoryStore
 
 from support.fixture_stores import copy_fixture_store
 
+# doctor checks store files (a PostgreSQL store's rows are checked by every
+# read; see test_postgres.py).
+pytestmark = pytest.mark.redb_only
+
 
 def test_a_healthy_store(store: MemoryStore) -> None:
     store.save("prompt:x", "goal")

@@ -269,6 +269,7 @@ class TestAnnotations:
             "memory_query": (True, False, True, False),
         }
 
+    @pytest.mark.redb_only
     def test_read_only_tools_write_nothing_and_idempotent_ones_repeat(
         self, memory: AgentMemory
     ) -> None:

@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     )
     from .extract import ExtractionConfig
     from .prompt import system_prompt_section
-    from .store import Batch, MemoryStore, encode_cwd, get_or_create_store, project_store_path
+    from .store import (
+        Batch,
+        MemoryStore,
+        encode_cwd,
+        get_or_create_store,
+        open_store,
+        project_store_path,
+    )
 
 __all__ = [
     "AgentMemory",
@@ -45,6 +52,7 @@ __all__ = [
     "classify",
     "encode_cwd",
     "get_or_create_store",
+    "open_store",
     "parent_type",
     "project_store_path",
     "system_prompt_section",
@@ -72,18 +80,32 @@ _LAZY: dict[str, str] = {
     "StoreVersionError": "errors",
     "encode_cwd": "store",
     "get_or_create_store": "store",
+    "open_store": "store",
     "project_store_path": "store",
     "system_prompt_section": "prompt",
     "truncate": "_core",
 }
 
 
+#: Submodules, loaded on first use too: ``import membolt`` then
+#: ``membolt.store.DEFAULT_TIMEOUT`` works as when everything was eager.
+_SUBMODULES = frozenset(
+    {
+        "agent", "caps", "cli", "compaction", "demo", "doctor", "errors",
+        "extract", "keys", "mcp", "prompt", "repair", "sanitize", "store", "tools",
+        "transfer", "claude_code",
+    }
+)  # fmt: skip
+
+
 def __getattr__(name: str) -> Any:
+    from importlib import import_module
+
+    if name in _SUBMODULES:
+        return import_module(f".{name}", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
     value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value  # later lookups skip this function
     return value

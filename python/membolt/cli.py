@@ -1,7 +1,10 @@
 """The ``membolt`` command: look inside and manage a project's memory.
 
 Every subcommand takes ``--db FILE`` (a store file) or ``--cwd DIR`` (the
-project whose store to use; default: the working directory). Errors print
+project whose store to use; default: the working directory), or (§12)
+``--db postgresql://...`` with ``--project NAME`` for a team's store on a
+PostgreSQL server (``$MEMBOLT_DATABASE_URL`` and ``$MEMBOLT_PROJECT`` when
+not given; see ``store.open_store``). Errors print
 one line to stderr and exit with status 1 (2 for a malformed command line);
 never a traceback.
 """
@@ -15,9 +18,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__, _core
+from . import store as stores
 from ._core import Entry
-from .errors import MemboltError
-from .store import MemoryStore, project_store_path
+from .errors import CorruptStoreError, MemboltError
+from .store import MemoryStore, is_database_url
 
 # The modules only some commands need are imported by those commands: each
 # command is a new process, and `membolt hook` runs for every event of an
@@ -30,21 +34,23 @@ class CommandError(Exception):
     """A failure to report as one line and exit status 1."""
 
 
-def _store_location(args: argparse.Namespace) -> Path:
-    db = getattr(args, "db", None)
-    if db is not None:
-        return Path(db)
-    return project_store_path(getattr(args, "cwd", None))
+def _where(args: argparse.Namespace) -> dict[str, str | None]:
+    """The command line's choice of store, for ``stores.open_store``."""
+    return {
+        "db": getattr(args, "db", None),
+        "cwd": getattr(args, "cwd", None),
+        "project": getattr(args, "project", None),
+    }
 
 
 def open_store(args: argparse.Namespace, *, writes: bool = False) -> MemoryStore:
     """The store the command works on. A command that only reads refuses a
     ``--db`` file that does not exist (a typo would otherwise read as an empty
     store, and opening it would create its directory)."""
-    location = _store_location(args)
-    if not writes and getattr(args, "db", None) is not None and not location.exists():
-        raise CommandError(f"no store at {location}")
-    return MemoryStore(location, timeout=args.timeout)
+    db = getattr(args, "db", None)
+    if not writes and db is not None and not is_database_url(db) and not Path(db).exists():
+        raise CommandError(f"no store at {db}")
+    return stores.open_store(**_where(args), timeout=args.timeout)
 
 
 def _iso(ms: int) -> str:
@@ -184,7 +190,12 @@ def cmd_query(args: argparse.Namespace) -> None:
 def cmd_doctor(args: argparse.Namespace) -> None:
     from . import doctor
 
-    path = _store_location(args)
+    store = open_store(args)
+    if store.path is None:
+        _doctor_database(store)
+        return
+    path = Path(store.path)
+    store.close()
     if not path.exists():
         raise CommandError(f"no store at {path}")
     report = doctor.inspect(path, args.timeout)
@@ -207,7 +218,14 @@ def cmd_doctor(args: argparse.Namespace) -> None:
 def cmd_repair(args: argparse.Namespace) -> None:
     from . import repair
 
-    path = _store_location(args)
+    store = open_store(args)
+    if store.path is None:
+        raise CommandError(
+            f"{store.location} is not a store file: repair salvages files (a PostgreSQL "
+            "server keeps its own backups)"
+        )
+    path = Path(store.path)
+    store.close()
     if not path.exists():
         raise CommandError(f"no store at {path}")
     target = Path(args.output) if args.output else repair.default_target(path)
@@ -223,6 +241,19 @@ def cmd_repair(args: argparse.Namespace) -> None:
             f"{len(done.lost_keys)} entr{'y' if len(done.lost_keys) == 1 else 'ies'} and "
             f"{len(done.unreadable)} unreadable part(s) could not be saved"
         )
+
+
+def _doctor_database(store: MemoryStore) -> None:
+    """A PostgreSQL store (§12): one full read checks every row's checksum
+    and text (§14); the first damaged row is the problem reported."""
+    print(f"store:   {store.location}")
+    try:
+        entries = store.entries()
+    except CorruptStoreError as damage:
+        print(f"PROBLEM: {damage}")
+        raise CommandError(f"1 problem found in {store.location}") from None
+    print(f"entries: {len(entries)}")
+    print("ok: every row passed its checksum")
 
 
 def cmd_render(args: argparse.Namespace) -> None:
@@ -290,7 +321,7 @@ def graph_mermaid(entries: Sequence[Entry]) -> str:
 def cmd_mcp(args: argparse.Namespace) -> None:
     from .mcp import run_mcp_server
 
-    run_mcp_server(_store_location(args), timeout=args.timeout)
+    run_mcp_server(**_where(args), timeout=args.timeout)
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
@@ -346,12 +377,23 @@ def _location_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     """--db/--cwd/--timeout, accepted before or after the subcommand."""
     default = None if top else argparse.SUPPRESS
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--db", metavar="FILE", default=default, help="the store file to use")
+    where.add_argument(
+        "--db",
+        metavar="FILE|URL",
+        default=default,
+        help="the store file to use, or a postgresql:// server (default: $MEMBOLT_DATABASE_URL)",
+    )
     where.add_argument(
         "--cwd",
         metavar="DIR",
         default=default,
         help="use the store of the project at DIR (default: the working directory)",
+    )
+    parser.add_argument(
+        "--project",
+        metavar="NAME",
+        default=default,
+        help="the project on a PostgreSQL server (default: $MEMBOLT_PROJECT, else from --cwd)",
     )
     parser.add_argument(
         "--timeout",
@@ -466,6 +508,11 @@ def _check_location(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--db needs a file path")
     if cwd is not None and not cwd.strip():
         parser.error("--cwd needs a directory")
+    project = getattr(args, "project", None)
+    if project is not None and not project.strip():
+        parser.error("--project needs a name")
+    if project is not None and db is not None and not is_database_url(db):
+        parser.error("--project chooses a project on a PostgreSQL server; a store file holds one")
 
 
 def _check_project_directory(args: argparse.Namespace) -> None:

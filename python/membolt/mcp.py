@@ -50,13 +50,12 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
 from typing import Any, BinaryIO, Final, cast
 
 from . import __version__, tools
 from .agent import AgentMemory
 from .errors import MemboltError
-from .store import DEFAULT_TIMEOUT, MemoryStore
+from .store import DEFAULT_TIMEOUT, open_store
 
 __all__ = [
     "BLOCK_URI",
@@ -166,8 +165,17 @@ class MemoryService:
     worker threads.
     """
 
-    def __init__(self, store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.store_path = store_path
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        project: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        # The store is chosen as everywhere else (``open_store``), when the
+        # first request needs it.
+        self._db, self._cwd, self._project = db, cwd, project
         self.timeout = timeout
         self._memory: AgentMemory | None = None
         self._lock = threading.Lock()
@@ -175,7 +183,8 @@ class MemoryService:
     def memory(self) -> AgentMemory:
         with self._lock:
             if self._memory is None:
-                store = MemoryStore(self.store_path, timeout=self.timeout)
+                store = open_store(self._db, self._cwd, self._project, timeout=self.timeout)
+                logger.info("serving %s", store.location)
                 self._memory = AgentMemory(store)
             return self._memory
 
@@ -397,8 +406,15 @@ def _server_v1(
     return server
 
 
-def run_mcp_server(store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-    """Serve the store at ``store_path`` over stdin/stdout until the client
+def run_mcp_server(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    project: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    """Serve the store ``open_store(db, cwd, project)`` chooses (a file, or a
+    project on a PostgreSQL server, §12) over stdin/stdout until the client
     closes the connection (blocking); requests read before the end of input
     are answered before it returns.
 
@@ -409,10 +425,10 @@ def run_mcp_server(store_path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Non
     import anyio
 
     _log_to_stderr()
-    service = MemoryService(Path(store_path), timeout=timeout)
+    service = MemoryService(db, cwd=cwd, project=project, timeout=timeout)
     server = build_server(service)
     options = server.create_initialization_options()
-    logger.info("serving %s over stdio", service.store_path)
+    logger.info("serving over stdio")
     try:
         with _claim_stdio() as (wire_in, wire_out):
             anyio.run(

@@ -26,6 +26,9 @@ from .errors import ArgumentTypeError
 
 STORE_FILE_NAME = "memory.redb"
 DEFAULT_TIMEOUT = _core.DEFAULT_TIMEOUT
+#: §12: the PostgreSQL server of a team's memory, and the project's name on it.
+DATABASE_URL_VARIABLE = "MEMBOLT_DATABASE_URL"
+PROJECT_VARIABLE = "MEMBOLT_PROJECT"
 
 
 def encode_cwd(path: str | os.PathLike[str]) -> str:
@@ -57,9 +60,69 @@ def project_store_path(
     A relative ``cwd`` is made absolute first, so every caller in the same
     project reaches the same store whatever its own working directory.
     """
-    project = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
     base = Path(base_dir) if base_dir is not None else default_base_dir()
-    return base / encode_cwd(project) / STORE_FILE_NAME
+    return base / encode_cwd(_absolute(cwd)) / STORE_FILE_NAME
+
+
+def is_database_url(text: object) -> bool:
+    """§12: whether ``text`` is a ``postgresql://`` (or ``postgres://``) URL
+    rather than a store file."""
+    return isinstance(text, str) and _core.is_database_url(text)
+
+
+def open_store(
+    db: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    project: str | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    base_dir: str | os.PathLike[str] | None = None,
+) -> MemoryStore:
+    """The store a caller means: the one place that decides it, for the
+    library (:meth:`MemoryStore.for_project`), the CLI, the MCP server and
+    the hooks.
+
+    * ``db``, a ``postgresql://`` URL or a store file, when given;
+    * else ``$MEMBOLT_DATABASE_URL`` when it is set (and ``base_dir`` is
+      not: a base directory asks for a file);
+    * else the file of the project at ``cwd`` under ``base_dir`` (§1.1).
+
+    On a PostgreSQL server the project is ``project``, else
+    ``$MEMBOLT_PROJECT``, else ``encode_cwd(cwd)`` (§12). A ``project`` for
+    a store file is a ``ValueError``: a file holds one project.
+    """
+    return _open(MemoryStore, db, cwd, project, timeout=timeout, base_dir=base_dir)
+
+
+def _open(
+    cls: type[MemoryStore],
+    db: str | os.PathLike[str] | None,
+    cwd: str | os.PathLike[str] | None,
+    project: str | None,
+    *,
+    timeout: float,
+    base_dir: str | os.PathLike[str] | None,
+) -> MemoryStore:
+    if db is None and base_dir is None:
+        db = os.environ.get(DATABASE_URL_VARIABLE) or None
+    if is_database_url(db):
+        assert isinstance(db, str)
+        name = project
+        if name is None:
+            name = os.environ.get(PROJECT_VARIABLE) or encode_cwd(_absolute(cwd))
+        return cls(db, project=name, timeout=timeout)
+    if project is not None:
+        raise ValueError(
+            "a project is chosen on a PostgreSQL server (a postgresql:// URL); "
+            "a store file holds one project"
+        )
+    if db is None:
+        db = project_store_path(cwd, base_dir)
+    return cls(db, timeout=timeout)
+
+
+def _absolute(cwd: str | os.PathLike[str] | None) -> str:
+    return os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
 
 
 #: One operation of a ``batch()`` block, as the core takes it.
@@ -110,11 +173,13 @@ def _fields(item: object, least: int, most: int, what: str) -> tuple[Any, ...]:
 
 
 class MemoryStore(_core.Store):
-    """A persistent, project-scoped memory store (one redb file).
+    """A persistent, project-scoped memory store: one redb file, or (§12) one
+    project on a PostgreSQL server, ``MemoryStore("postgresql://user:pw@host/db",
+    project="acme")``.
 
-    Safe to use from several threads and several processes at once. The file
+    Safe to use from several threads and several processes at once. A file
     is opened only for the duration of a burst of calls, so other processes
-    can use it in between; when another process holds it longer than
+    can use it in between; when another process holds the store longer than
     ``timeout`` seconds, calls raise :class:`~membolt.StoreBusyError`.
     """
 
@@ -124,10 +189,19 @@ class MemoryStore(_core.Store):
         cwd: str | os.PathLike[str] | None = None,
         base_dir: str | os.PathLike[str] | None = None,
         *,
+        url: str | None = None,
+        project: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> MemoryStore:
-        """The store of the project at ``cwd`` under ``base_dir`` (§1.1)."""
-        return cls(project_store_path(cwd, base_dir), timeout=timeout)
+        """The store of the project at ``cwd``: on the PostgreSQL server
+        ``url`` or ``$MEMBOLT_DATABASE_URL`` when either is set, as
+        ``project`` (default ``$MEMBOLT_PROJECT``, else ``encode_cwd(cwd)``,
+        §12); otherwise its file under ``base_dir`` (§1.1)."""
+        if url is not None and not is_database_url(url):
+            raise ValueError("url must be a postgresql:// (or postgres://) address")
+        if url is not None and base_dir is not None:
+            raise ValueError("url and base_dir choose two different stores; give one")
+        return _open(cls, url, cwd, project, timeout=timeout, base_dir=base_dir)
 
     def save(
         self,
@@ -274,16 +348,18 @@ def _open_batches() -> list[Batch]:
     return stack
 
 
-_stores: dict[str, MemoryStore] = {}
+_stores: dict[tuple[str, str], MemoryStore] = {}
 _stores_lock = threading.Lock()
 
 
 def get_or_create_store(cwd: str | os.PathLike[str] | None = None) -> MemoryStore:
     """The process-wide store of the project at ``cwd``, created on first use."""
-    project = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    project = _absolute(cwd)
+    # The server in use is part of the key: a process may set the variable.
+    key = (os.environ.get(DATABASE_URL_VARIABLE) or "", project)
     with _stores_lock:
-        store = _stores.get(project)
+        store = _stores.get(key)
         if store is None or store.closed:
             store = MemoryStore.for_project(project)
-            _stores[project] = store
+            _stores[key] = store
         return store

@@ -48,6 +48,13 @@ fn escape_line(text: &str) -> String {
     crate::text::escape_line(text).into_owned()
 }
 
+/// §12: whether `text` names a PostgreSQL store (`postgresql://`,
+/// `postgres://`) rather than a file.
+#[pyfunction]
+fn is_database_url(text: &str) -> bool {
+    crate::store::postgres::is_database_url(text)
+}
+
 /// `membolt doctor`: a read-only check of the store file at `path`.
 #[pyfunction]
 #[pyo3(signature = (path, timeout = DEFAULT_TIMEOUT_SECONDS))]
@@ -135,6 +142,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_inspect, m)?)?;
     m.add_function(wrap_pyfunction!(_salvage, m)?)?;
+    m.add_function(wrap_pyfunction!(is_database_url, m)?)?;
+    m.add(
+        "POSTGRES_SCHEMA_VERSION",
+        crate::store::postgres::SCHEMA_VERSION,
+    )?;
     m.add("SCHEMA_VERSION", crate::store::redb::SCHEMA_VERSION)?;
     // Benchmarks refuse to report figures of an unoptimised build.
     m.add("DEBUG_BUILD", cfg!(debug_assertions))?;

@@ -20,6 +20,7 @@ use super::query_values::{query_result, rows_arg};
 use super::requests::{PyCap, PySaveRequest};
 use crate::entry::Entry;
 use crate::error::StoreError;
+use crate::store::postgres::is_database_url;
 use crate::store::{BatchOp, BatchOutcome, SaveRequest, Store};
 use crate::views::query::{QueryInput, evaluate};
 use crate::views::render::DEFAULT_MAX_TOKENS;
@@ -81,15 +82,43 @@ fn requests_arg(items: &Bound<'_, PyAny>) -> PyResult<Vec<SaveRequest>> {
 
 #[pymethods]
 impl PyStore {
+    /// A store file at `path`, or (§12) the project `project` on the
+    /// PostgreSQL server a `postgresql://` URL names.
     #[new]
-    #[pyo3(signature = (path, *, timeout = DEFAULT_TIMEOUT_SECONDS))]
-    #[allow(clippy::needless_pass_by_value)] // PyO3 extracts owned arguments
-    fn new(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Self> {
-        let inner = Store::open(&path, busy_timeout(timeout)?).map_err(|e| to_py_err(py, e))?;
-        Ok(PyStore { inner })
+    #[pyo3(signature = (path, *, project = None, timeout = DEFAULT_TIMEOUT_SECONDS))]
+    fn new(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        project: Option<&Bound<'_, PyAny>>,
+        timeout: f64,
+    ) -> PyResult<Self> {
+        let timeout = busy_timeout(timeout)?;
+        let url = path
+            .cast::<PyString>()
+            .ok()
+            .and_then(|text| text.to_str().ok())
+            .filter(|text| is_database_url(text));
+        let project = optional_text_arg(project, "project")?;
+        let inner = match (url, project) {
+            (Some(url), Some(project)) => Store::open_postgres(url, &project, timeout),
+            (Some(_), None) => {
+                return Err(PyValueError::new_err(
+                    "a PostgreSQL store needs a project: MemoryStore(url, project=\"name\")",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "project names a project of a PostgreSQL store; a store file holds one",
+                ));
+            }
+            (None, None) => Store::open(&path.extract::<PathBuf>()?, timeout),
+        };
+        Ok(PyStore {
+            inner: inner.map_err(|e| to_py_err(py, e))?,
+        })
     }
 
-    /// The absolute path of the store file.
+    /// The absolute path of the store file; `None` for a PostgreSQL store.
     #[getter]
     fn path(&self) -> Option<PathBuf> {
         self.inner.path().map(std::path::Path::to_path_buf)

@@ -11,6 +11,7 @@
 //!                          caps passed in as data, request.rs)
 //!   ------------------------ the seam: medium.rs (trait Medium) ----------
 //!   redb/                  a redb file + journal + lease + change ring
+//!   postgres/              a project's rows on a PostgreSQL server (§12)
 //! ```
 //!
 //! The seam: everything above `Medium` is shared by every medium, so a rule
@@ -27,6 +28,7 @@ pub mod core_indexes;
 pub(crate) mod idle_reaper;
 pub mod medium;
 pub mod mirror;
+pub mod postgres;
 pub mod redb;
 pub mod request;
 pub mod rules;
@@ -98,6 +100,18 @@ impl Store {
             Some(path.clone()),
             || Box::new(redb::RedbMedium::new(path)),
         ))
+    }
+
+    /// Opens (lazily: nothing is connected until the first call) the
+    /// project `project` on the PostgreSQL server at `url` (§12).
+    pub fn open_postgres(url: &str, project: &str, busy_timeout: Duration) -> Result<Store> {
+        let _pass = fork_gate::enter();
+        postgres::validate_project(project)?;
+        let address = postgres::Address::parse(url)?;
+        let identity = address.identity(project);
+        Ok(Store::with_medium(identity, busy_timeout, None, || {
+            Box::new(postgres::PostgresMedium::new(address, project))
+        }))
     }
 
     /// The handle on the store `identity` names, sharing the state of any

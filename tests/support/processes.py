@@ -10,7 +10,7 @@ from pathlib import Path
 WORKER = str(Path(__file__).with_name("store_worker.py"))
 
 
-def hold_store(path: Path, seconds: float) -> subprocess.Popen[str]:
+def hold_store(path: Path | str, seconds: float) -> subprocess.Popen[str]:
     """A child process holding the store at ``path`` (see store_worker.py);
     returns once the child holds it."""
     holder = subprocess.Popen(

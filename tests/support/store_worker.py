@@ -4,6 +4,10 @@ store_worker.py write-delete PATH NAME COUNT   write COUNT keys, delete every th
 store_worker.py write-forever PATH NAME        save keys, printing each one after it returned
 store_worker.py hold PATH SECONDS              hold the store, print "held", sleep
 store_worker.py save PATH KEY VALUE            one save
+store_worker.py capped PATH NAME COUNT         COUNT capped batches of tool results
+
+PATH is a store file or a postgresql:// URL (the project then comes from
+$MEMBOLT_PROJECT), opened as the CLI opens it.
 """
 
 from __future__ import annotations
@@ -14,8 +18,12 @@ import time
 import membolt
 
 
+def open_store(path: str, timeout: float = 60) -> membolt.MemoryStore:
+    return membolt.open_store(path, timeout=timeout)
+
+
 def write_delete(path: str, name: str, count: int) -> None:
-    store = membolt.MemoryStore(path, timeout=60)
+    store = open_store(path)
     for i in range(count):
         store.save(f"{name}:w{i}", f"value {i} from {name}")
         if i % 3 == 2:
@@ -23,7 +31,7 @@ def write_delete(path: str, name: str, count: int) -> None:
 
 
 def write_forever(path: str, name: str) -> None:
-    store = membolt.MemoryStore(path, timeout=60)
+    store = open_store(path)
     i = 0
     while True:
         key = f"{name}:{i}"
@@ -35,8 +43,18 @@ def write_forever(path: str, name: str) -> None:
         i += 1
 
 
+def capped(path: str, name: str, count: int) -> None:
+    """Batches of one shared tool's results plus a plain key each, with the
+    §6.7 caps: the cap must count every other process's results too."""
+    store = open_store(path)
+    for i in range(count):
+        store.save_many(
+            [(f"tool:shared:{name}-{i}", f"result {i}"), (f"{name}:status{i}", "kept")], caps=True
+        )
+
+
 def hold(path: str, seconds: float) -> None:
-    store = membolt.MemoryStore(path)
+    store = open_store(path, membolt.store.DEFAULT_TIMEOUT)
     with store.hold():
         store.save("held-by-child", "yes")
         print("held", flush=True)
@@ -52,7 +70,9 @@ def main(argv: list[str]) -> None:
     elif mode == "hold":
         hold(path, float(rest[0]))
     elif mode == "save":
-        membolt.MemoryStore(path, timeout=60).save(rest[0], rest[1])
+        open_store(path).save(rest[0], rest[1])
+    elif mode == "capped":
+        capped(path, rest[0], int(rest[1]))
     else:
         raise SystemExit(f"unknown mode {mode}")
 

@@ -1,0 +1,246 @@
+//! A `postgresql://` address: what to connect to, and how messages name it.
+//!
+//! The URL is parsed once, when the store is opened. The password goes into
+//! the connection settings and nowhere else: [`Address::location`] and
+//! [`Address::identity`] are built from the other parts, and no message of
+//! this module repeats any part of the URL it could not read.
+//!
+//! `tokio-postgres` reads the URL, except for two parameters it does not
+//! know in libpq's meaning, which are taken out first:
+//! * `sslmode`: `disable`, `prefer` (the default), `require`, `verify-ca`,
+//!   `verify-full` (see tls.rs);
+//! * `sslrootcert`: a PEM file of the certificate authorities to trust
+//!   instead of the public ones.
+
+use std::path::PathBuf;
+
+use percent_encoding::percent_decode_str;
+use postgres::Config;
+use postgres::config::{Host, SslMode};
+
+use crate::error::{Location, Result, StoreError};
+
+/// The URL schemes of a PostgreSQL store (§12).
+const SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
+
+/// §12: whether `text` names a PostgreSQL store rather than a file.
+pub fn is_database_url(text: &str) -> bool {
+    SCHEMES.iter().any(|scheme| {
+        text.len() >= scheme.len() && text[..scheme.len()].eq_ignore_ascii_case(scheme)
+    })
+}
+
+/// How far to trust the server's certificate (libpq's `sslmode` values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TlsMode {
+    Disable,
+    /// TLS when the server offers it; the certificate is not checked.
+    Prefer,
+    /// TLS or no connection; the certificate is checked only against an
+    /// `sslrootcert` given (as libpq does).
+    Require,
+    /// TLS; the certificate chain is checked, not the host name.
+    VerifyCa,
+    /// TLS; the chain and the host name are checked.
+    VerifyFull,
+}
+
+/// A parsed address.
+pub(crate) struct Address {
+    pub config: Config,
+    pub tls: TlsMode,
+    pub root_certificates: Option<PathBuf>,
+    /// `postgresql://user@host:port/database`, without the password.
+    pub server: String,
+}
+
+impl Address {
+    pub(crate) fn parse(url: &str) -> Result<Address> {
+        let bad = |why: &str| {
+            StoreError::invalid(format!(
+                "not a usable PostgreSQL address ({why}); expected \
+                 postgresql://user:password@host:port/database"
+            ))
+        };
+        if !is_database_url(url) {
+            return Err(bad("it must start with postgresql:// or postgres://"));
+        }
+        let scheme_end = url.find("://").map_or(0, |i| i + 3);
+        let (base, query) = match url.split_once('?') {
+            Some((base, query)) => (base, Some(query)),
+            None => (url, None),
+        };
+        // An `@` of an unencoded password would make the rest of it the
+        // host name, which messages show.
+        if base[scheme_end..].matches('@').count() > 1 {
+            return Err(bad(
+                "more than one '@': write an '@' inside the user name or password as %40",
+            ));
+        }
+        let mut tls = TlsMode::Prefer;
+        let mut root_certificates = None;
+        let mut passed = Vec::new();
+        for pair in query.into_iter().flat_map(|q| q.split('&')) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let decode = |text: &str| {
+                percent_decode_str(text)
+                    .decode_utf8()
+                    .map(std::borrow::Cow::into_owned)
+                    .map_err(|_| bad("a parameter is not UTF-8 once decoded"))
+            };
+            match decode(key)?.as_str() {
+                "sslmode" => {
+                    tls = match decode(value)?.as_str() {
+                        "disable" => TlsMode::Disable,
+                        "prefer" => TlsMode::Prefer,
+                        "require" => TlsMode::Require,
+                        "verify-ca" => TlsMode::VerifyCa,
+                        "verify-full" => TlsMode::VerifyFull,
+                        _ => {
+                            return Err(bad(
+                                "sslmode must be disable, prefer, require, verify-ca or \
+                                 verify-full",
+                            ));
+                        }
+                    };
+                }
+                "sslrootcert" => root_certificates = Some(PathBuf::from(decode(value)?)),
+                _ => passed.push(pair),
+            }
+        }
+        let rest = if passed.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", passed.join("&"))
+        };
+        // The parser's messages name an option or a position, never a value.
+        let mut config: Config = rest
+            .parse()
+            .map_err(|e: postgres::Error| bad(&super::errors::detail(&e)))?;
+        config.ssl_mode(if tls == TlsMode::Disable {
+            SslMode::Disable
+        } else if tls == TlsMode::Prefer {
+            SslMode::Prefer
+        } else {
+            SslMode::Require
+        });
+        if config.get_hosts().is_empty() {
+            return Err(bad("no host"));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("membolt");
+        }
+        let server = server_text(&config);
+        Ok(Address {
+            config,
+            tls,
+            root_certificates,
+            server,
+        })
+    }
+
+    /// §12: the store as messages name it: no password, ever.
+    pub(crate) fn location(&self, project: &str) -> Location {
+        Location::new(format!("{} (project {project})", self.server))
+    }
+
+    /// What makes two handles in one process the same store.
+    pub(crate) fn identity(&self, project: &str) -> String {
+        format!("postgresql:{}\0{project}", self.server)
+    }
+}
+
+fn server_text(config: &Config) -> String {
+    let user = config.get_user().unwrap_or("");
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match host {
+                Host::Tcp(name) if name.contains(':') => format!("[{name}]:{port}"),
+                Host::Tcp(name) => format!("{name}:{port}"),
+                Host::Unix(path) => format!("{}:{port}", path.display()),
+            }
+        })
+        .collect();
+    let database = config.get_dbname().unwrap_or(user);
+    format!("postgresql://{user}@{}/{database}", hosts.join(","))
+}
+
+/// §12: a project name is data, of any characters but U+0000, up to the key
+/// limit (§1.5).
+pub(crate) fn validate_project(project: &str) -> Result<()> {
+    crate::store::validate_key(project, "project")?;
+    if project.contains('\0') {
+        return Err(StoreError::invalid("project must not contain U+0000"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_are_recognised_in_any_case() {
+        assert!(is_database_url("postgresql://u@h/db"));
+        assert!(is_database_url("POSTGRES://u@h/db"));
+        assert!(!is_database_url("postgresql:/u@h/db"));
+        assert!(!is_database_url("memory.redb"));
+        assert!(!is_database_url("pg"));
+    }
+
+    #[test]
+    fn the_location_never_shows_the_password() {
+        let address = Address::parse("postgresql://bob:hunter%402@db.example:6543/team").unwrap();
+        assert_eq!(address.config.get_password(), Some(&b"hunter@2"[..]));
+        let location = address.location("acme").to_string();
+        assert_eq!(
+            location,
+            "postgresql://bob@db.example:6543/team (project acme)"
+        );
+        assert!(!address.identity("acme").contains("hunter"));
+    }
+
+    #[test]
+    fn libpq_tls_parameters_are_understood() {
+        let address = Address::parse(
+            "postgres://u:p@h/db?sslmode=verify-full&sslrootcert=%2Fca.pem&connect_timeout=3",
+        )
+        .unwrap();
+        assert_eq!(address.tls, TlsMode::VerifyFull);
+        assert_eq!(address.root_certificates, Some(PathBuf::from("/ca.pem")));
+        assert_eq!(address.config.get_ssl_mode(), SslMode::Require);
+        assert_eq!(
+            Address::parse("postgres://u@h/db").unwrap().tls,
+            TlsMode::Prefer
+        );
+    }
+
+    #[test]
+    fn bad_addresses_are_refused_without_repeating_them() {
+        for url in [
+            "postgresql://u:p@ss@h/db",
+            "postgresql://u:secretword@h/db?sslmode=secretword",
+            "postgresql://u:secretword@h/db?nonsense=secretword",
+            "postgresql://u:secretword@h:port/db",
+            "file.redb",
+        ] {
+            let message = Address::parse(url).err().expect(url).to_string();
+            assert!(!message.contains("secretword"), "{message}");
+            assert!(!message.contains("ss@h"), "{message}");
+            assert!(message.contains("PostgreSQL address"), "{message}");
+        }
+    }
+
+    #[test]
+    fn project_names_are_checked() {
+        assert!(validate_project("acme; DROP TABLE x").is_ok());
+        assert!(validate_project("").is_err());
+        assert!(validate_project("a\0b").is_err());
+        assert!(validate_project(&"p".repeat(1025)).is_err());
+    }
+}
