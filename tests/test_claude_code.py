@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -906,3 +907,22 @@ def test_membolt_names_are_all_there_and_loaded_on_use() -> None:
     assert set(membolt.__all__) == {*membolt._LAZY, "classify", "parent_type"}
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = membolt.nope  # type: ignore[attr-defined]
+
+
+# ----- a team's store on PostgreSQL ---------------------------------------------------------
+
+
+def test_the_hooks_use_the_teams_database_when_one_is_configured(
+    project: Path, postgres_url: str
+) -> None:
+    # $MEMBOLT_DATABASE_URL and $MEMBOLT_PROJECT choose the store as they do
+    # for every command (§12): a turn lands in the team's project.
+    team = f"team-{uuid.uuid4().hex}"
+    env = {"MEMBOLT_DATABASE_URL": postgres_url, "MEMBOLT_PROJECT": team}
+    quiet(hook(fixture("user_prompt_submit", project, prompt="Fix the login bug"), project, **env))
+    reply = "Fixed the session cookie expiry.\n[MEMORY: decision:cookies] expire after 1 day"
+    quiet(hook(fixture("stop", project, last_assistant_message=reply), project, **env))
+    store = membolt.MemoryStore(postgres_url, project=team)
+    assert store.get("decision:cookies").value == "expire after 1 day"  # type: ignore[union-attr]
+    assert store.get("last_action").value == "the session cookie expiry"  # type: ignore[union-attr]
+    assert "decision:cookies" not in state(project)  # nothing in the local file

@@ -345,7 +345,8 @@ def cmd_hook(args: argparse.Namespace) -> None:
         sys.stdout,
         sys.stderr,
         db=getattr(args, "db", None),
-        project=getattr(args, "cwd", None),
+        project_dir=getattr(args, "cwd", None),
+        project=getattr(args, "project", None),
         timeout=args.timeout,
         capture=args.capture,
     )

@@ -58,19 +58,24 @@ def run(
     stderr: IO[str],
     *,
     db: str | None = None,
+    project_dir: str | None = None,
     project: str | None = None,
     timeout: float | None = None,
     capture: Sequence[str] = (),
 ) -> int:
     """Handles one event read from ``stdin``; always returns 0.
 
-    ``db`` (a store file) or ``project`` (a project directory) overrides the
-    project of the payload's ``cwd``; ``timeout`` is how long to wait for a
-    busy store; ``capture`` adds tool names (MCP tools) to the capture list.
+    ``db`` (a store file or a ``postgresql://`` URL) or ``project_dir`` (a
+    project directory) overrides the project of the payload's ``cwd``, and
+    ``project`` names the project on a PostgreSQL server (§12); ``timeout``
+    is how long to wait for a busy store; ``capture`` adds tool names (MCP
+    tools) to the capture list.
     """
     problem: str | None
     try:
-        hook = Hook(db=db, project=project, timeout=timeout, capture=capture)
+        hook = Hook(
+            db=db, project_dir=project_dir, project=project, timeout=timeout, capture=capture
+        )
         output = hook.handle(stdin.read())
         problem = hook.problem
         if output is not None:
@@ -95,11 +100,13 @@ class Hook:
         self,
         *,
         db: str | None,
+        project_dir: str | None,
         project: str | None,
         timeout: float | None,
         capture: Sequence[str],
     ) -> None:
         self.db = db
+        self.project_dir = project_dir
         self.project = project
         self.timeout = timeout
         self.capture = tuple(capture)
@@ -195,15 +202,14 @@ class Hook:
     # ----- the store and the state beside it ------------------------------
 
     def open_store(self, cwd: str) -> MemoryStore:
-        """The store the event acts on: ``--db``, else the project of
-        ``--cwd``, else the project at the payload's ``cwd``. (The one place
-        to add other kinds of store, such as a database URL.)"""
-        from ..store import DEFAULT_TIMEOUT, MemoryStore
+        """The store the event acts on, chosen as every command chooses it
+        (``membolt.store.open_store``): ``--db``, else
+        ``$MEMBOLT_DATABASE_URL``, else the project of ``--cwd``, else the
+        project at the payload's ``cwd``."""
+        from ..store import DEFAULT_TIMEOUT, open_store
 
         timeout = DEFAULT_TIMEOUT if self.timeout is None else self.timeout
-        if self.db is not None:
-            return MemoryStore(self.db, timeout=timeout)
-        return MemoryStore.for_project(self.project or cwd, timeout=timeout)
+        return open_store(self.db, self.project_dir or cwd, self.project, timeout=timeout)
 
     def turns(self, store: MemoryStore) -> TurnPrompts:
         """The pending prompts of ``store``'s sessions, in a directory beside
