@@ -20,11 +20,13 @@
 //!   handle (which excludes writers). So a reader never sees a half-written
 //!   record, and a commit is always announced before it becomes visible.
 //! * A missing or unreadable sidecar is initialised (an empty ring with a new
-//!   ring id) by the next writer, when it takes the write lease: no other
-//!   writer runs meanwhile, so "nothing changed since" is true. Readers never
-//!   create or initialise it (they change no file of the store): without a
-//!   usable ring a reader reloads the store on each call until a writer has
-//!   made one.
+//!   ring id) by the next writer, when it takes the write lease, or by a
+//!   reader that has just loaded an intact store that no killed writer left
+//!   behind, while its read handle excludes writers: no writer runs
+//!   meanwhile, so "nothing changed since" is true either way. A reader
+//!   never touches the sidecar of a crashed or damaged store (it changes no
+//!   file of such a store): it then reloads the store on each call until a
+//!   writer has made a ring.
 //! * A record only says "this key may have changed": the reader re-reads the
 //!   key from redb. A writer that dies between announcing and committing
 //!   costs a needless re-read, never a wrong mirror.

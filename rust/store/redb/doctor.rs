@@ -8,8 +8,9 @@
 //!    killed writer), in memory;
 //! 2. redb's page checksums, before anything is replayed on top;
 //! 3. the journal: records redb lacks (a note: the next open applies them),
-//!    valid records stranded behind a damaged one, or a journal cut short
-//!    (problems: acknowledged changes at risk);
+//!    valid records stranded behind a damaged one, a damaged newest record
+//!    of a killed writer, or a journal cut short (problems: acknowledged
+//!    changes at risk);
 //! 4. every record against its checksum, after the journal's records are
 //!    applied as the next open would, and the invariants of §1.2.
 //!
@@ -32,7 +33,7 @@ use crate::store::MAX_KEY_BYTES;
 use crate::store::medium::Call;
 use crate::store::redb::change_ring::ChangeRing;
 use crate::store::redb::format::{ENTRIES, TABLE_NAMES, read_meta};
-use crate::store::redb::journal::Journal;
+use crate::store::redb::journal::{Journal, Pending, Snapshot};
 use crate::store::redb::overlay::OverlayBackend;
 
 /// At most this many problems are listed; the count is always exact.
@@ -141,7 +142,9 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
         Ok(Err(error)) => report.problem(format!("the integrity check fails: {error}")),
         Err(_) => report.problem("the integrity check fails: the database engine failed".into()),
     }
-    let checked = catch(|| check_records(&db, path, snapshot.as_ref(), &journal, &mut report));
+    let crashed = recovery.ran;
+    let checked =
+        catch(|| check_records(&db, path, snapshot.as_ref(), &journal, crashed, &mut report));
     match checked {
         Ok(Ok(())) => {}
         Ok(Err(error @ (StoreError::NewerSchema { .. } | StoreError::Corrupt { .. })))
@@ -176,8 +179,9 @@ struct Recovery {
 fn check_records(
     db: &Database,
     path: &Path,
-    snapshot: Option<&crate::store::redb::journal::Snapshot>,
+    snapshot: Option<&Snapshot>,
     journal: &Journal,
+    crashed: bool,
     report: &mut Report,
 ) -> Result<()> {
     let rtx = db.begin_read().at(path)?;
@@ -216,49 +220,16 @@ fn check_records(
             "the file says it holds {count} records, but {read} could be read"
         ));
     }
-    let pending = snapshot.map(|snapshot| snapshot.pending(&meta.store_id, meta.journal_seq));
-    if let Some(pending) = pending {
-        if pending.stranded > 0 {
-            report.problem(format!(
-                "{} acknowledged change(s) in the journal follow a damaged record and cannot \
-                 be replayed (they would be lost)",
-                pending.stranded
-            ));
-        }
-        if pending.short {
-            report.problem(format!(
-                "the journal is shorter than membolt makes it ({}): acknowledged changes it \
-                 held may be lost",
-                journal.path().display()
-            ));
-        }
-        if !pending.records.is_empty() {
-            report.notes.push(format!(
-                "{} change(s) are only in the journal (their writer ended without committing \
-                 them to the file, e.g. it was killed); the next open applies them (checked in \
-                 memory)",
-                pending.records.len()
-            ));
-        }
-        for record in &pending.records {
-            for (key, value) in &record.changes {
-                match value {
-                    Some(bytes) => {
-                        match Entry::decode_with(key, bytes, &mut interner, Accept::Legacy) {
-                            Ok(entry) => {
-                                entries.insert(key.clone(), entry);
-                            }
-                            Err(error) => report.problem(format!(
-                                "entry {key:?} in the journal is damaged: {error}"
-                            )),
-                        }
-                    }
-                    None => {
-                        entries.remove(key);
-                    }
-                }
-            }
-        }
+    if let Some(snapshot) = snapshot {
+        let pending = snapshot.pending(&meta.store_id, meta.journal_seq);
+        check_journal(
+            &pending,
+            journal,
+            crashed,
+            &mut interner,
+            &mut entries,
+            report,
+        );
     }
     let mut referenced = BTreeSet::new();
     for entry in entries.values() {
@@ -275,6 +246,65 @@ fn check_records(
         ));
     }
     Ok(())
+}
+
+/// Reports what the journal's records beyond redb's put at risk, and
+/// applies the replayable ones to `entries` as the next open would.
+fn check_journal(
+    pending: &Pending,
+    journal: &Journal,
+    crashed: bool,
+    interner: &mut Interner,
+    entries: &mut BTreeMap<String, Entry>,
+    report: &mut Report,
+) {
+    if pending.stranded > 0 {
+        report.problem(format!(
+            "{} acknowledged change(s) in the journal follow a damaged record and cannot \
+             be replayed (they would be lost)",
+            pending.stranded
+        ));
+    }
+    if let Some(seq) = pending.damaged_next
+        && (crashed || !pending.records.is_empty())
+    {
+        report.problem(format!(
+            "the journal's record of change {seq} fails its checksum: an acknowledged \
+             change of the writer that was killed is lost"
+        ));
+    }
+    if pending.short {
+        report.problem(format!(
+            "the journal is shorter than membolt makes it ({}): acknowledged changes it \
+             held may be lost",
+            journal.path().display()
+        ));
+    }
+    if !pending.records.is_empty() {
+        report.notes.push(format!(
+            "{} change(s) are only in the journal (their writer ended without committing \
+             them to the file, e.g. it was killed); the next open applies them (checked in \
+             memory)",
+            pending.records.len()
+        ));
+    }
+    for record in &pending.records {
+        for (key, value) in &record.changes {
+            match value {
+                Some(bytes) => match Entry::decode_with(key, bytes, interner, Accept::Legacy) {
+                    Ok(entry) => {
+                        entries.insert(key.clone(), entry);
+                    }
+                    Err(error) => {
+                        report.problem(format!("entry {key:?} in the journal is damaged: {error}"));
+                    }
+                },
+                None => {
+                    entries.remove(key);
+                }
+            }
+        }
+    }
 }
 
 /// A panic inside redb means damage it did not report as an error.

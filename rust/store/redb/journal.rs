@@ -418,6 +418,14 @@ pub(crate) struct Pending {
     /// The file is shorter than a journal is made, so records may have
     /// been cut away.
     pub short: bool,
+    /// Where the replayable records end lies what looks like the next
+    /// record (numbered next, or of this store with a readable number that
+    /// is not an old one) failing its checksum: on a file left by a killed
+    /// writer, that is a damaged acknowledged change. A process killed
+    /// during a write cannot leave one (the kernel finishes the write
+    /// before the signal lands); only a power cut during that very write
+    /// can, and that write was never acknowledged. Its seq, when readable.
+    pub damaged_next: Option<u64>,
 }
 
 /// Every replayable record after `durable_seq`, and the valid records of
@@ -439,10 +447,35 @@ fn scan(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> Pending {
         }
     }
     Pending {
+        damaged_next: damaged_next(bytes.get(end..).unwrap_or_default(), store_id, last),
         records,
         stranded,
         short: false,
     }
+}
+
+/// [`Pending::damaged_next`] for the bytes where the replayable records end
+/// (`last`: the seq of the last one). A block counts as a damaged record
+/// when it is not a valid one and two of its three identifying fields hold
+/// (magic, store id, seq `last + 1`), or when it is the next record but for
+/// its number, so that one flipped bit anywhere in the header is still
+/// recognised; an old record (this store's, numbered `last` or below),
+/// zeros, or another store's record are not.
+fn damaged_next(block: &[u8], store_id: &[u8], last: u64) -> Option<u64> {
+    let head = block.get(..HEADER)?;
+    let next = last.wrapping_add(1);
+    let seq = u64::from_le_bytes(head[8..16].try_into().ok()?);
+    let magic = &head[..8] == MAGIC;
+    let ours = head[16..32] == id16(store_id);
+    if magic && ours && seq <= last {
+        // An old record, unless it is the next one with its number damaged.
+        let mut renumbered = block.to_vec();
+        renumbered[8..16].copy_from_slice(&next.to_le_bytes());
+        return decode_one(&renumbered, store_id, next).map(|_| next);
+    }
+    let numbered_next = seq == next;
+    let holding = [magic, ours, numbered_next].iter().filter(|&&b| b).count();
+    (holding >= 2).then_some(next)
 }
 
 /// The inode and length of the file at `path`, and nothing more. This runs
@@ -890,6 +923,36 @@ mod tests {
         let pending = journal.pending(&ID, 4).unwrap();
         assert!(pending.records.is_empty());
         assert_eq!(pending.stranded, 1);
+    }
+
+    /// One flipped bit anywhere in the newest record (header included) is
+    /// seen as a damaged next record; old records, zeros and the unused
+    /// rest of a block are not.
+    #[test]
+    fn a_damaged_newest_record_is_recognised_wherever_the_bit_is() {
+        let (_dir, journal) = journal_with(5..=6);
+        let pristine = std::fs::read(journal.path()).unwrap();
+        let clean = journal.pending(&ID, 4).unwrap();
+        assert_eq!((clean.records.len(), clean.damaged_next), (2, None));
+        let used = HEADER + 4 + 2 + 4 + 1; // "k6" -> "v"
+        for offset in BLOCK..BLOCK + used {
+            let mut bytes = pristine.clone();
+            bytes[offset] ^= 0x10;
+            std::fs::write(journal.path(), &bytes).unwrap();
+            let pending = journal.pending(&ID, 4).unwrap();
+            assert_eq!(pending.records.len(), 1, "offset {offset}");
+            assert_eq!(pending.damaged_next, Some(6), "offset {offset}");
+        }
+        // Past the record, in the block's unused rest: nothing is damaged.
+        let mut bytes = pristine.clone();
+        bytes[2 * BLOCK - 1] ^= 0x10;
+        std::fs::write(journal.path(), &bytes).unwrap();
+        assert_eq!(journal.pending(&ID, 4).unwrap().damaged_next, None);
+        // Committed records (redb at 6) are old, damaged or not.
+        std::fs::write(journal.path(), &pristine).unwrap();
+        assert_eq!(journal.pending(&ID, 6).unwrap().damaged_next, None);
+        // Another store's records are not this store's next one.
+        assert_eq!(journal.pending(&[7; 16], 0).unwrap().damaged_next, None);
     }
 
     #[test]

@@ -44,6 +44,17 @@ pub(crate) fn checked(pending: Pending, journal: &Path, crashed: bool) -> Result
             ),
         ));
     }
+    if let Some(seq) = pending.damaged_next
+        && (crashed || !pending.records.is_empty())
+    {
+        return Err(StoreError::corrupt(
+            journal,
+            format!(
+                "the journal's record of change {seq} fails its checksum: an acknowledged \
+                 change of the writer that was killed is damaged"
+            ),
+        ));
+    }
     if pending.short && (crashed || !pending.records.is_empty()) {
         return Err(StoreError::corrupt(
             journal,
