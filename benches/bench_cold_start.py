@@ -159,6 +159,9 @@ def build_workload_store(size: int) -> Path:
         store.close()
         membolt._core._release_all()
         partial.rename(cached)
+        # Closed cleanly, the file alone is complete: drop its companions.
+        for suffix in membolt._core.STORE_COMPANION_SUFFIXES:
+            Path(f"{partial}{suffix}").unlink(missing_ok=True)
     return cached
 
 

@@ -235,7 +235,7 @@ def cmd_repair(args: argparse.Namespace) -> None:
         print(f"lost:    {key}")
     for part in done.unreadable:
         print(f"lost:    {part}")
-    print(f"the damaged store {path} is left as it was")
+    print(f"the store {path} and its companion files are left as they were")
     if not done.complete:
         raise CommandError(
             f"{len(done.lost_keys)} entr{'y' if len(done.lost_keys) == 1 else 'ies'} and "
