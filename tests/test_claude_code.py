@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 
 import membolt
 from membolt.agent import AgentMemory
-from membolt.claude_code import focus, install
+from membolt.claude_code import install
+from membolt.claude_code.context_cap import MAX_CONTEXT_CHARS, within_ceiling
 from membolt.claude_code.hook import TURNS_DIRECTORY
 from membolt.claude_code.tool_text import project_path, result_text
 from membolt.claude_code.turns import MAX_PROMPT_BYTES, TurnPrompts, session_file_name
@@ -193,12 +194,14 @@ def test_prompt_with_a_match_prints_the_focused_block(project: Path) -> None:
 @pytest.mark.parametrize(
     ("value", "prompt", "printed"),
     [
-        ("the cache is warm", "cache please", True),  # a token starts with the word
-        ("cache-warming done", "Cache?", True),  # lowered, trimmed; '-' separates tokens
-        ("the precache is warm", "cache please", False),  # inside a token: no match
+        ("the cache is warm", "cache please", True),  # a term of the entry
+        ("cache-warming done", "Cache?", True),  # lowered; '-' cuts pieces
+        ("the tests passed", "testing", True),  # both stem to "test"
+        ("東京で会議", "会議は", True),  # CJK runs as pairs of characters
+        ("the precache is warm", "cache please", False),  # a term is a whole word
         ("the cache is warm", "the and that with", False),  # stopwords only
-        ("ca is warm", "ca", False),  # shorter than 3 bytes
-        ("the cache is warm", "ca/che", False),  # not a word of token characters
+        ("ca is warm", "ca", True),  # words of one or two characters count
+        ("the cache is warm", "ca/che", False),  # pieces "ca" and "che": neither a term
     ],
 )
 def test_prompt_match_follows_the_focus_rule(
@@ -563,7 +566,7 @@ def test_the_hook_path_imports_only_what_the_event_needs(project: Path) -> None:
         assert not loaded & absent, (name, loaded)
 
 
-# ----- the focus rule, checked against the renderer ------------------------------------------
+# ----- the focus, and the ceiling on what a hook prints ------------------------------------
 
 WORDS = ["cache", "Cache", "precache", "redb", "the", "and", "ab", "users", "user", "x1", "K\u212a"]
 TEXT = st.lists(
@@ -572,26 +575,75 @@ TEXT = st.lists(
     ),
     max_size=8,
 ).map("".join)
+# Keys are shown as saved only without control characters and line breaks.
+KEY_TEXT = st.lists(st.sampled_from([*WORDS, "-", ".", "'", "é", "/", "_", "123"]), max_size=4).map(
+    "".join
+)
 
 
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(entries=st.lists(st.tuples(TEXT, TEXT), max_size=6), prompt=TEXT)
-def test_the_match_check_agrees_with_the_renderer(
+@given(entries=st.lists(st.tuples(KEY_TEXT, TEXT), max_size=6), prompt=TEXT)
+def test_the_prompt_block_leads_with_the_best_match(
     tmp_path_factory: pytest.TempPathFactory, entries: list[tuple[str, str]], prompt: str
 ) -> None:
-    """With a budget of 0 and no resume point or error, the renderer shows the
-    focus matches' chains, or the newest entry alone when nothing matches.
-    The newest entry here has no word tokens, so it can never match."""
+    """The hook offers a block when the ranked search finds an entry (§15.3);
+    that entry is then the block's first focus match, so it is shown (short
+    values: the budget holds it)."""
     store = membolt.MemoryStore(tmp_path_factory.mktemp("focus") / "memory.redb")
     for n, (key, value) in enumerate(entries):
-        store.save(f"n{n} {key}", value, type="note")
+        store.save(f"n{n}-{key}", value, type="note")
     store.save("~", "", type="note")
-    block = store.render(prompt, max_tokens=0)
+    hits = store.search_words(prompt, limit=1)
+    block = store.render(prompt, max_tokens=200)
     shown = [line.split(" [", 1)[0] for line in block.splitlines()[3:-1]]
-    assert focus.any_entry_matches(store, prompt) == (shown != ["~"])
+    if hits:
+        assert hits[0].key in shown
+    else:
+        assert store.search_words(prompt) == []
     store.close()
+
+
+def test_the_ceiling_halves_the_budget_then_cuts_at_a_line_break() -> None:
+    asked: list[int] = []
+
+    def lines_of(budget: int, width: int) -> str:
+        asked.append(budget)
+        return "\n".join(["x" * width] * (budget + 60))
+
+    # 99-character lines: at most 100 fit (a budget of 40); 31 is the first half that does.
+    assert within_ceiling(lambda b: lines_of(b, 99), 500) == lines_of(31, 99)
+    assert asked[:5] == [500, 250, 125, 62, 31]
+    asked.clear()
+    # 199-character lines: even 60 of them are too many; cut after the 50th.
+    text = within_ceiling(lambda b: lines_of(b, 199), 7)
+    assert asked == [7, 3, 1, 0]
+    assert text == "\n".join(["x" * 199] * 50)
+    assert len(text) <= MAX_CONTEXT_CHARS
+    # One line longer than the ceiling: cut at the ceiling.
+    assert within_ceiling(lambda b: "y" * 20_000, 0) == "y" * MAX_CONTEXT_CHARS
+
+
+def test_hooks_print_at_most_the_ceiling_on_a_large_store(project: Path) -> None:
+    """100k entries whose keys fill the key list past 10,000 characters."""
+    store = store_of(project)
+    items = [("progress:task", "step 1 of the users migration", "progress")]
+    items += [
+        (f"error:e{n:06d}-" + "x" * 230, f"failure {n} in the users handler", "error")
+        for n in range(100_000)
+    ]
+    store.save_many(items)
+    store.close()
+    for name, fields in (
+        ("session_start", {}),
+        ("user_prompt_submit", {"prompt": "why does the users handler fail?"}),
+    ):
+        done = hook(fixture(name, project, **fields), project)
+        assert (done.returncode, done.stderr) == (0, "")
+        context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert 0 < len(context) <= MAX_CONTEXT_CHARS, name
+        assert context.endswith(">") or "\n" in context
 
 
 # ----- install and uninstall ---------------------------------------------------------------

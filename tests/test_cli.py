@@ -103,8 +103,10 @@ def test_render(db: str) -> None:
     assert out.startswith("<memory>\n")
     assert out.endswith("</memory>\n")
     assert "result:build [result]: compiles; tests pending  <- tool:write_users  <== RESUME" in out
+    # A budget of 0 shows the resume point alone (§15.5).
     small = ok("--db", db, "render", "--max-tokens", "0", "--focus", "users")
-    assert "prompt:build" in small
+    assert "result:build [result]" in small
+    assert "prompt:build" not in small
 
 
 @pytest.mark.smoke

@@ -1,7 +1,8 @@
-"""Tests of the plain-Python reference renderer (§5, §11 (a)(b))."""
+"""Tests of the plain-Python reference renderer (§5, §15.2, §15.5, §11 (a)(b))."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -12,7 +13,6 @@ from support.reference_render import (
     NOT_DONE_MARKERS,
     REOPENED_MARKERS,
     RESOLVED_MARKERS,
-    STOPWORDS,
     WHITESPACE,
     Entry,
     ancestry_chain,
@@ -21,18 +21,17 @@ from support.reference_render import (
     flatten,
     flatten_plain,
     focus_matches,
-    focus_score,
-    focus_words,
     is_done,
     is_resolved,
     marker_hits,
     newest_unresolved_error,
     normalize_value,
     parents_first,
+    ranked,
     relative_age,
     render,
     resume_point,
-    select_kept,
+    select_shown,
     split_whitespace,
     trim,
     truncate,
@@ -205,6 +204,13 @@ def test_entry_cost_uses_raw_utf8_bytes() -> None:
     assert entry_cost(note("k", "a\nb", T0)) == 1 + 3 + 30
 
 
+def kept(entries: list[Entry], max_tokens: int, anchors: list[Entry] | None = None) -> set[str]:
+    """The keys a block of ``max_tokens`` shows (resume point from ``entries``)."""
+    resume = resume_point(entries)
+    anchors = anchors if anchors is not None else [a for a in [resume] if a is not None]
+    return set(select_shown(entries, anchors, resume, max_tokens))
+
+
 def test_skip_not_stop() -> None:
     # Budget 100 bytes. newest (cost 40) fits, middle (cost 80) does not,
     # oldest (cost 40) still fits after the skip.
@@ -215,53 +221,76 @@ def test_skip_not_stop() -> None:
     ]
     block = render(entries, "", 25, T0)
     assert sorted(rendered_keys(block)) == ["newest", "oldest"]
-    assert select_kept(entries, set(), 25) == {"newest", "oldest"}
+    assert kept(entries, 25) == {"newest", "oldest"}
 
 
 def test_exact_fit_is_kept() -> None:
     entries = [note("a", "x" * 9, T0 + 2), note("b", "x" * 9, T0 + 1)]  # cost 40 each
-    assert select_kept(entries, set(), 20) == {"a", "b"}  # budget 80: 40 + 40 fits exactly
-    assert select_kept(entries, set(), 19) == {"a"}  # budget 76
+    assert kept(entries, 20) == {"a", "b"}  # budget 80: 40 + 40 fits exactly
+    assert kept(entries, 19) == {"a"}  # budget 76
 
 
-def test_first_candidate_kept_even_if_too_big() -> None:
+def test_no_candidate_is_kept_past_the_budget() -> None:
+    # §15.5: the newest candidate is no longer kept whatever it costs; a
+    # smaller, older one that fits is.
     entries = [note("big", "x" * 1000, T0 + 2), note("small", "s", T0 + 1)]
-    # The first candidate (newest) is kept although it alone exceeds the budget;
-    # what is left of the budget is then negative, so nothing else fits.
-    assert select_kept(entries, set(), 10) == {"big"}
-    assert rendered_keys(render(entries, "", 10, T0)) == ["big"]
+    assert kept(entries, 10) == {"small"}
+    assert rendered_keys(render(entries, "", 10, T0)) == ["small"]
 
 
-def test_first_candidate_is_the_newest_not_the_first_that_fits() -> None:
-    entries = [note("big", "x" * 1000, T0 + 2), note("small", "s", T0 + 1)]
-    assert select_kept(entries, set(), 0) == {"big"}
+def test_nothing_fits_shows_the_newest_alone_cut_to_200_bytes() -> None:
+    entries = [note("big", "x" * 1000, T0 + 2), note("bigger", "y" * 2000, T0 + 1)]
+    assert select_shown(entries, [], None, 10) == {"big": "x" * 200 + "..."}
+    block = render(entries, "", 10, T0)
+    assert entry_lines(block) == ["big [note]: " + "x" * 200 + "..."]
 
 
-def test_max_tokens_zero_or_negative_without_priority_keeps_newest_only() -> None:
+def test_max_tokens_zero_or_negative_shows_the_newest_alone() -> None:
     entries = [note("a", "1", T0 + 1), note("b", "2", T0 + 2), note("c", "3", T0)]
     for max_tokens in (0, -1, -500):
         assert rendered_keys(render(entries, "", max_tokens, T0)) == ["b"]
 
 
-def test_max_tokens_zero_with_priority_keeps_priority_only() -> None:
+def test_max_tokens_zero_shows_the_resume_point_alone() -> None:
     entries = [
         note("p", "goal", T0, type_="prompt"),
-        note("r", "working on it", T0 + 1, ["p"], type_="progress"),
+        note("r", "working on it " + "w" * 300, T0 + 1, ["p"], type_="progress"),
         note("z", "unrelated newest", T0 + 5),
     ]
-    # The priority set counts as kept, so the first-candidate rule does not fire.
-    assert sorted(rendered_keys(render(entries, "", 0, T0))) == ["p", "r"]
-    assert sorted(rendered_keys(render(entries, "", -3, T0))) == ["p", "r"]
+    for max_tokens in (0, -3):
+        block = render(entries, "", max_tokens, T0)
+        assert rendered_keys(block) == ["r"]
+        assert entry_lines(block)[0].endswith(
+            truncate("working on it " + "w" * 300, 200) + "  <== RESUME"
+        )
 
 
-def test_priority_kept_past_budget() -> None:
+def test_priority_entries_are_cut_to_the_budget() -> None:
+    # The resume point (5,000 bytes) is cut to what a 100-token budget
+    # leaves: 400 - 1 (key) - 30 - 3 = 366 bytes of value, then "...".
     entries = [
         note("p", "x" * 5000, T0, type_="prompt"),
         note("r", "y" * 5000 + " pending", T0 + 1, ["p"], type_="result"),
         note("n", "small", T0 + 2),
     ]
-    block = render(entries, "", 1, T0)
-    assert rendered_keys(block) == ["p", "r"]
+    shown = select_shown(entries, [entries[1]], entries[1], 100)
+    assert shown == {"r": "y" * 366 + "..."}
+    block = render(entries, "", 100, T0)
+    assert rendered_keys(block) == ["r"]
+
+
+def test_a_priority_entry_is_cut_only_with_80_bytes_left_for_its_value() -> None:
+    # Budget 200: the anchor takes 1 + 100 + 30 = 131; 69 are left. The
+    # parent would need 1 + 30 + 3 + 80 = 114 to be cut: left out. The small
+    # newest entry (cost 36) still fits.
+    parent = note("p", "x" * 500, T0, type_="prompt")
+    anchor = note("r", "y" * 92 + " pending", T0 + 1, ["p"], type_="progress")
+    small = note("n", "tiny!", T0 + 2)
+    assert kept([parent, anchor, small], 50) == {"r", "n"}
+    # Budget 300: 169 left, 169 - 34 = 135 >= 80: the parent is cut to 135.
+    shown = select_shown([parent, anchor, small], [anchor], anchor, 75)
+    assert shown["p"] == "x" * 135 + "..."
+    assert "n" not in shown
 
 
 def test_priority_costs_use_up_the_budget() -> None:
@@ -271,18 +300,59 @@ def test_priority_costs_use_up_the_budget() -> None:
         note("r", "pending x", T0 + 1, ["p"], type_="progress"),
         note("n", "x" * 9, T0 + 2),  # cost 40
     ]
-    assert select_kept(entries, {"p", "r"}, 30) == {"n", "p", "r"}  # 120 - 80 = 40: fits
+    assert kept(entries, 30) == {"n", "p", "r"}  # 120 - 80 = 40: fits
     assert "n" in rendered_keys(render(entries, "", 30, T0))
-    assert select_kept(entries, {"p", "r"}, 29) == {"p", "r"}  # 116 - 80 = 36 < 40
+    assert kept(entries, 29) == {"p", "r"}  # 116 - 80 = 36 < 40
     assert "n" not in rendered_keys(render(entries, "", 29, T0))
+
+
+def test_chains_are_offered_round_by_round() -> None:
+    # Two anchors with chains a1 <- a2 <- a3 and b1 <- b2 <- b3 (cost 40
+    # each); a budget of six entries takes both anchors, then a2, b2, then
+    # a3, b3: not all of the first chain before the second.
+    entries = [
+        note("a3", "x" * 8, T0),
+        note("a2", "x" * 8, T0 + 1, ["a3"]),
+        note("a1", "pending", T0 + 20, ["a2"], type_="progress"),
+        note("b3", "x" * 8, T0 + 3),
+        note("b2", "x" * 8, T0 + 4, ["b3"]),
+        note("b1", "boom boom", T0 + 5, ["b2"], type_="error"),
+    ]
+    a1, b1 = entries[2], entries[5]
+    assert set(select_shown(entries, [a1, b1], a1, 40)) == {"a1", "b1", "a2", "b2"}
+    shown = select_shown(entries, [a1, b1], a1, 50)
+    assert set(shown) == {"a1", "b1", "a2", "b2", "a3"}
+
+
+def test_the_entry_lines_never_exceed_the_budget_on_long_chains() -> None:
+    entries = [note("t000", "turn zero " * 20, T0, type_="prompt")]
+    for i in range(1, 300):
+        entries.append(
+            note(f"t{i:03}", f"turn {i} about deploy " * 10, T0 + i, [f"t{i - 1:03}"], type_="note")
+        )
+    entries.append(note("progress:now", "deploying, pending", T0 + 400, ["t299"], type_="progress"))
+    for max_tokens in (50, 100, 200, 500, 2000):
+        block = render(entries, "deploy turn", max_tokens, T0 + 500)
+        shown = select_shown(
+            entries,
+            [resume_point(entries), *focus_matches(entries, "deploy turn")],
+            resume_point(entries),
+            max_tokens,
+        )
+        cost = sum(len(k.encode()) + len(v.encode()) + 30 for k, v in shown.items())
+        assert cost <= max_tokens * 4, max_tokens
+        assert len(rendered_keys(block)) == len(shown)
+        for key, value in shown.items():
+            raw = next(e.value for e in entries if e.key == key)
+            assert value == raw or value.endswith("...")
 
 
 def test_candidates_newest_first_ties_smaller_key_first() -> None:
     # Same updated_at: the smaller key is considered first and takes the budget.
     entries = [note("b", "x" * 9, T0), note("a", "x" * 9, T0)]  # cost 40 each
-    assert select_kept(entries, set(), 10) == {"a"}
+    assert kept(entries, 10) == {"a"}
     entries = [note("b", "x" * 9, T0 + 1), note("a", "x" * 9, T0)]
-    assert select_kept(entries, set(), 10) == {"b"}
+    assert kept(entries, 10) == {"b"}
 
 
 # ---------------------------------------------------------------------------
@@ -359,7 +429,8 @@ def test_error_and_resume_chains_are_priority() -> None:
         note("err", "boom " * 40, T0 + 2, ["tool"], type_="error"),
         note("filler", "f" * 10, T0 + 3),
     ]
-    block = render(entries, "", 1, T0)
+    # 234 + 234 + 233 bytes: the error and its chain, nothing else.
+    block = render(entries, "", 176, T0)
     assert sorted(rendered_keys(block)) == ["err", "root", "tool"]
     assert block.split("\n")[2] == "map: 1 prompt, 1 tool_result, 1 error | error: err"
 
@@ -369,46 +440,43 @@ def test_error_and_resume_chains_are_priority() -> None:
 # ---------------------------------------------------------------------------
 
 
-def test_focus_words() -> None:
-    assert focus_words("Fix the /users endpoint, please!") == ["fix", "/users", "endpoint"]
-    assert focus_words('"(API)" ok go sql') == ["api", "sql"]
-    assert focus_words("") == []
-    assert focus_words("THE (and) What? build") == ["build"]
-    for stop in STOPWORDS:
-        assert focus_words(stop.upper()) == []
-    assert focus_words("été ab ßa") == ["été", "ßa"]  # bytes, not characters
-    assert focus_words("abc\u3000def\x1fghi") == ["abc", "def\x1fghi"]
-    assert focus_words("api api") == ["api", "api"]
-
-
-def test_focus_score() -> None:
-    words = focus_words("users endpoint")
-    assert focus_score(words, note("prompt:users", "x", T0, type_="prompt")) == 3
-    assert focus_score(words, note("prompt:users", "an endpoint", T0, type_="prompt")) == 4
-    assert focus_score(words, note("users", "users", T0, type_="result")) == 3
-    assert focus_score(words, note("users", "", T0, type_="")) == 2
-    assert focus_score(words, note("users", "", T0, type_="note")) == 2
-    assert focus_score(words, note("users", "", T0, type_="fact")) == 2
-    assert focus_score(words, note("abc", "def", T0, type_="prompt")) == 0
-    assert focus_score(["api"], note("api_wiring", "", T0)) == 2
-    assert focus_score(["api"], note("capital", "rapid", T0)) == 0
-    assert focus_score(["api"], note("API", "", T0)) == 2
-
-
-def test_focus_ranking_and_top_five() -> None:
+def test_ranked_is_bm25_with_the_key_counted_three_times() -> None:
     entries = [
-        note("n1", "deploy", T0 + 1),  # 1
-        note("n2", "deploy", T0 + 2),  # 1
-        note("deploy:a", "x", T0, type_="note"),  # 2
-        note("deploy:b", "x", T0, type_="status"),  # 3
-        note("n3", "deploy", T0 + 2, type_="decision"),  # 2
-        note("n0", "deploy", T0 + 2),  # 1, ties n2 on time: smaller key first
+        note("deploy:a", "x", T0),
+        note("n1", "deploy", T0 + 1),
+        note("n2", "deploy deploy", T0 + 1),
         note("n4", "unrelated", T0 + 9),
     ]
-    ranked = [e.key for e in focus_matches(entries, "deploy")]
-    assert ranked == ["deploy:b", "n3", "deploy:a", "n0", "n2"]
+    scores = {e.key: score for e, score in ranked(entries, "deployed")}
+    assert set(scores) == {"deploy:a", "n1", "n2"}
+    # n = 4, df = 3: idf = ln(1 + 1.5 / 3.5); lengths 7, 4, 5, 4 (avg 5).
+    idf = math.log(1 + 1.5 / 3.5)
+
+    def bm25(tf: int, length: int) -> float:
+        return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / 5))
+
+    assert scores["deploy:a"] == pytest.approx(bm25(3, 7))
+    assert scores["n1"] == pytest.approx(bm25(1, 4))
+    assert scores["n2"] == pytest.approx(bm25(2, 5))
+    assert [e.key for e, _ in ranked(entries, "deployed")] == ["deploy:a", "n2", "n1"]
+    assert ranked(entries, "") == []
+    assert ranked(entries, "the and") == []
+
+
+def test_focus_ranking_ties_and_top_five() -> None:
+    entries = [
+        note("n1", "deploy", T0 + 1),
+        note("n2", "deploy", T0 + 2),
+        note("n3", "deploy", T0 + 2, type_="decision"),
+        note("n0", "deploy", T0 + 2),  # ties n2 on time: smaller key first
+        note("n5", "deploy", T0 + 3, type_="fact"),
+        note("n6", "deploy", T0, type_="status"),
+        note("n4", "unrelated", T0 + 9),
+    ]
+    # Equal scores: typed entries first, then newest, then smaller key.
+    ranked_keys = [e.key for e in focus_matches(entries, "deploy")]
+    assert ranked_keys == ["n3", "n6", "n5", "n0", "n2"]
     assert focus_matches(entries, "") == []
-    assert focus_matches(entries, "the and") == []
 
 
 def test_focus_matches_and_their_chains_are_kept() -> None:
@@ -418,7 +486,8 @@ def test_focus_matches_and_their_chains_are_kept() -> None:
         note("leaf", "uses redis cache", T0 + 2, ["mid"], type_="decision"),
         note("other", "o" * 10, T0 + 3),
     ]
-    block = render(entries, "Why the Redis?", 1, T0)
+    # 334 + 334 + 50 bytes: the focus match and its chain.
+    block = render(entries, "Why the Redis?", 180, T0)
     assert rendered_keys(block) == ["root", "mid", "leaf"]
 
 
@@ -454,9 +523,11 @@ def test_long_chain_only_nearest_eight_are_priority() -> None:
     entries = [note("k00", "x" * 100, T0, type_="prompt")]
     for i in range(1, 20):
         entries.append(note(f"k{i:02}", "x" * 100, T0 + i, [f"k{i - 1:02}"], type_="progress"))
-    # Only the newest is a resume candidate (all are progress, none done).
-    block = render(entries, "", 0, T0)
-    assert rendered_keys(block) == [f"k{i:02}" for i in range(12, 20)]
+    # Only the newest is a resume candidate (all are progress, none done);
+    # a budget for nine of them takes its chain of eight, then the newest
+    # other entry that fits (the fill walks newest first).
+    shown = select_shown(entries, [entries[-1]], entries[-1], 9 * 133 // 4 + 1)
+    assert set(shown) == {f"k{i:02}" for i in range(11, 20)}
 
 
 # ---------------------------------------------------------------------------
@@ -905,8 +976,9 @@ def test_random_stores_invariants() -> None:
         assert len(lines) == len(keys) == len(set(keys)) >= 1
         by_key = {e.key: e for e in entries}
         resume = resume_point(entries)
-        if resume is not None:
-            assert resume.key in keys
+        if resume is not None and max_tokens <= 0:
+            assert keys == [resume.key]
+        if resume is not None and max_tokens >= 500:
             chain = ancestry_chain(resume.key, by_key)
             assert set(chain) <= set(keys)
         # Every rendered line is one line with nothing that could end the block.

@@ -273,11 +273,11 @@ def test_ties_on_stamp_use_the_stated_tie_breaks(store: MemoryStore) -> None:
 
 
 # ---------------------------------------------------------------------------
-# §5.6 focus
+# §15.3 focus
 # ---------------------------------------------------------------------------
 
 
-def test_focus_words_skip_stopwords_short_words_and_punctuation(store: MemoryStore) -> None:
+def test_focus_terms_skip_stopwords_and_are_stemmed(store: MemoryStore) -> None:
     for i in range(6):
         note(store, f"filler:{i}", "x" * 300)
     note(store, "api:wiring", "x" * 300)
@@ -285,38 +285,49 @@ def test_focus_words_skip_stopwords_short_words_and_punctuation(store: MemorySto
     note(store, "go:sql", "x" * 300)
     for i in range(6):
         note(store, f"newer:{i}", "y" * 300)
-    # Budget 0: only priority entries (and with none, the newest alone).
-    assert keys_of(render(store, '"(API)!"', 0)) == ["api:wiring"]
-    assert keys_of(render(store, "the and for", 0)) == ["newer:5"]
-    assert keys_of(render(store, "go ok", 0)) == ["newer:5"]  # words under 3 bytes
-    assert keys_of(render(store, "sql", 0)) == ["go:sql"]
-    # A word must start a token: `wir` does, `iring` does not.
-    assert keys_of(render(store, "wir", 0)) == ["api:wiring"]
-    assert keys_of(render(store, "iring", 0)) == ["newer:5"]
+    # 85 tokens = 340 bytes: room for one 300-byte entry; no resume point,
+    # so the first focus match, else the newest entry.
+    assert keys_of(render(store, '"(API)!"', 85)) == ["api:wiring"]
+    assert keys_of(render(store, "the and for", 85)) == ["newer:5"]  # stopwords only
+    assert keys_of(render(store, "go ok", 85)) == ["go:sql"]  # short words count
+    assert keys_of(render(store, "SQL", 85)) == ["go:sql"]
+    # Terms, not prefixes: `wired` and `wiring` share the stem `wire`;
+    # `wir` and `iring` are other terms.
+    assert keys_of(render(store, "wired", 85)) == ["api:wiring"]
+    assert keys_of(render(store, "wir", 85)) == ["newer:5"]
+    assert keys_of(render(store, "iring", 85)) == ["newer:5"]
 
 
 def test_focus_ranking_and_the_cap_of_five(store: MemoryStore) -> None:
-    # Scores: key hit 2, value hit 1, +1 for a type other than "", note, fact.
-    note(store, "m:value-only", "deploy")  # 1
-    note(store, "m:deploy", "x")  # 2
-    store.save("m:typed", "deploy", type="decision", references=[])  # 2
-    note(store, "m:both-words", "deploy rollback")  # 2
-    note(store, "deploy:rollback", "x")  # 4
-    store.save("m:fact", "deploy", type="fact", references=[])  # 1
-    store.save("m:empty-type", "deploy", type="", references=[])  # 1
-    block = render(store, "deploy rollback", 0)
-    # Five matches: 4, then the three 2s newest first, then the newest 1.
-    assert sorted(keys_of(block)) == sorted(
-        ["deploy:rollback", "m:both-words", "m:typed", "m:deploy", "m:empty-type"]
-    )
+    note(store, "m:value-only", "deploy")
+    note(store, "m:deploy", "x")
+    store.save("m:typed", "deploy", type="decision", references=[])
+    note(store, "m:both-words", "deploy rollback")
+    note(store, "deploy:rollback", "x")
+    store.save("m:fact", "deploy", type="fact", references=[])
+    store.save("m:empty-type", "deploy", type="", references=[])
+    ranked = [e.key for e in store.search_words("deploy rollback")]
+    entries = [ref.Entry(e.key, e.value, e.type) for e in store.entries()]
+    assert ranked == [e.key for e, _ in ref.ranked(entries, "deploy rollback")]
+    # Both words in the key (counted three times) rank first.
+    assert ranked[:2] == ["deploy:rollback", "m:both-words"]
+    # Seven entries match; a budget with room for the first five (and less
+    # than 30 bytes more) shows exactly those five: the others are no anchors.
+    assert len(ranked) == 7
+    by_key = {e.key: e for e in store.entries()}
+    five = sum(len(k) + len(by_key[k].value) + 30 for k in ranked[:5])
+    block = render(store, "deploy rollback", -(-five // 4))
+    assert sorted(keys_of(block)) == sorted(ranked[:5])
 
 
-def test_repeated_focus_words_score_again(store: MemoryStore) -> None:
+def test_repeated_focus_words_count_once(store: MemoryStore) -> None:
     for i in range(5):
-        note(store, f"k:{i}", f"alpha v{i}")  # value hit: 1 each
-    note(store, "beta:key", "x")  # key hit: 2
-    assert "beta:key" not in keys_of(render(store, "alpha alpha alpha beta", 0))
-    assert "beta:key" in keys_of(render(store, "beta alpha", 0))
+        note(store, f"k:{i}", f"alpha v{i}")
+    note(store, "beta:key", "x")
+    for budget in (10, 40, 500):
+        repeated = render(store, "alpha alpha alpha beta", budget)
+        assert repeated == render(store, "beta alpha", budget)
+    assert store.search_words("alpha alpha beta") == store.search_words("beta alpha")
 
 
 # ---------------------------------------------------------------------------
@@ -330,32 +341,81 @@ def test_ancestry_chain_is_capped_at_eight(store: MemoryStore) -> None:
         note(store, f"c{i:02d}", "x" * 50, references=previous[-1:])
         previous.append(f"c{i:02d}")
     store.save("progress:top", "working", references=["c11"])
-    block = render(store, "", 0)
+    # The chain costs 49 + 7 × 83 = 630 bytes; 158 tokens leave 2 more.
+    block = render(store, "", 158)
     assert keys_of(block) == ["c05", "c06", "c07", "c08", "c09", "c10", "c11", "progress:top"]
 
 
 def test_ancestry_is_breadth_first_and_skips_missing_keys(store: MemoryStore) -> None:
-    for key in ["p1", "p2", "g1", "g2"]:
+    for key in ["p1", "p2", "g2", "g1"]:
         note(store, key)
     store.link("p1", "g1")
     store.link("p2", "g2")
     store.save("progress:x", "going", references=["gone", "p1", "p2"])
-    block = render(store, "", 0)
-    # The chain (BFS) is progress:x, p1, p2, g1, g2; printed parents-first.
-    assert keys_of(block) == ["g1", "g2", "p1", "p2", "progress:x"]
-    assert "progress:x [progress]: going  <- p1, p2  <== RESUME" in block
+    # The chain (BFS) is progress:x, p1, p2, g1, g2: progress:x costs 45,
+    # each note 33. 48 tokens = 192 bytes: the chain up to g1 (144), then
+    # g2 is offered and fits (177); 47 tokens (188) too; 44 (176) not.
+    assert keys_of(render(store, "", 48)) == ["g1", "g2", "p1", "p2", "progress:x"]
+    assert keys_of(render(store, "", 44)) == ["g1", "p1", "p2", "progress:x"]
+    assert "progress:x [progress]: going  <- p1, p2  <== RESUME" in render(store, "", 48)
 
 
-def test_priority_entries_are_kept_past_the_budget_and_charged(store: MemoryStore) -> None:
+def test_priority_entries_are_cut_to_the_budget_and_charged(store: MemoryStore) -> None:
     note(store, "old", "o" * 20)
     store.save("progress:big", "w" * 2000, references=[])
     note(store, "fits", "f" * 10)
-    # The resume point alone exceeds 100 tokens: kept, nothing else fits.
-    assert keys_of(render(store, "", 100)) == ["progress:big"]
+    # §15.5: the resume point alone exceeds 100 tokens: it is cut to what
+    # is left for its value (400 - 12 - 30 - 3 = 355 bytes), and nothing
+    # else fits.
+    block = render(store, "", 100)
+    assert keys_of(block) == ["progress:big"]
+    assert entry_lines(block) == ["progress:big [progress]: " + "w" * 355 + "...  <== RESUME"]
     # Costs: progress:big 2042, fits 44, old 53. 530 tokens = 2120 bytes
     # leave 78 after the priority entry: `fits` (newest) fits, `old` not.
     assert keys_of(render(store, "", 520)) == ["progress:big"]
     assert keys_of(render(store, "", 530)) == ["fits", "progress:big"]
+
+
+def chained_store(store: MemoryStore, turns: int) -> None:
+    """Saved turns, each a child of the one before (the shape that made 0.2
+    overshoot its budget), a resume point at the end and an open error."""
+    store.save_many(
+        [
+            (f"turn:{i:04d}", f"turn {i}: we talked about the deploy of service {i % 7} " * 3)
+            for i in range(turns)
+        ]
+    )
+    for i in range(1, turns):
+        store.link(f"turn:{i:04d}", f"turn:{i - 1:04d}")
+    store.save("progress:deploy", "deploy of service 3 pending " + "p" * 400)
+    store.link("progress:deploy", f"turn:{turns - 1:04d}")
+    store.save("error:deploy", "deploy of service 5 fails: " + "e" * 300)
+
+
+@pytest.mark.parametrize("max_tokens", [0, 50, 100, 200, 500, 2000])
+def test_the_budget_is_a_ceiling_on_chained_stores(store: MemoryStore, max_tokens: int) -> None:
+    chained_store(store, 120)
+    by_key = {e.key: e for e in store.entries()}
+    for focus in ("", "what happened to the deploy of service 3?", "service turn talked"):
+        block = render(store, focus, max_tokens, now=newest_stamp(store))
+        shown = entry_lines(block)
+        cost = 0
+        for line in shown:
+            key = line.split(" [", 1)[0]
+            entry = by_key[key]
+            value = line.split("]: ", 1)[1].split("  <- ", 1)[0].split("  <== RESUME")[0]
+            # Values here have no characters that escaping changes.
+            assert value == entry.value or (
+                value.endswith("...") and entry.value.startswith(value[:-3])
+            )
+            cost += len(key) + len(value) + 30
+        if max_tokens <= 0:
+            # One entry alone: the resume point, its value cut to 200 bytes.
+            assert [line.split(" [", 1)[0] for line in shown] == ["progress:deploy"]
+            assert len(shown[0].split("]: ", 1)[1].split("  <")[0]) == 203
+        else:
+            assert cost <= max_tokens * 4, (focus, cost)
+            assert shown
 
 
 # ---------------------------------------------------------------------------
@@ -381,15 +441,16 @@ def test_budget_cost_uses_raw_utf8_lengths(store: MemoryStore) -> None:
     assert keys_of(render(store, "", 24)) == ["a", "b"]  # 96 bytes
 
 
-def test_first_candidate_rule(store: MemoryStore) -> None:
+def test_no_entry_is_kept_past_the_budget(store: MemoryStore) -> None:
     note(store, "older", "x")
     note(store, "huge", "h" * 5000)
-    # No priority entry: the newest candidate is kept whatever it costs,
-    # and nothing else fits after it.
-    assert keys_of(render(store, "", 10)) == ["huge"]
-    assert keys_of(render(store, "", 0)) == ["huge"]
-    assert keys_of(render(store, "", -3)) == ["huge"]
-    # With a priority entry, the rule does not fire.
+    # §15.5: the newest candidate is no longer kept whatever it costs: the
+    # older one that fits is shown.
+    assert keys_of(render(store, "", 10)) == ["older"]
+    # A budget of 0 (or less) shows the newest entry alone, cut to 200 bytes.
+    for budget in (0, -3):
+        assert entry_lines(render(store, "", budget)) == ["huge [note]: " + "h" * 200 + "..."]
+    # With a resume point, that is the entry shown alone.
     store.save("status:s", "waiting", references=[])
     assert keys_of(render(store, "", 0)) == ["status:s"]
     assert keys_of(render(store, "", -100)) == ["status:s"]
@@ -461,10 +522,10 @@ def test_cycles_terminate_and_are_cut_where_they_close(store: MemoryStore) -> No
     assert keys_of(block) == ["b", "c", "a"]
     assert "a [note]: 1  <- c" in block
     assert "b [note]: 2  <- a" in block
-    # A resume point inside the cycle: its chain is the whole cycle, kept at
-    # budget 0, and its child in the cycle is downstream of it.
+    # A resume point inside the cycle: its chain is the whole cycle, and its
+    # child in the cycle is downstream of it.
     store.save("c", "in progress", type="progress")
-    block = render(store, "", 0)
+    block = render(store, "", 40)
     assert keys_of(block) == ["b", "c", "a"]
     assert lines(block)[-2] == "downstream of c: a"
 

@@ -1,12 +1,17 @@
-"""§4: how memory_search ranks and cuts its hits, ties included."""
+"""§4 and §15.3: how memory_search ranks and cuts its hits, ties included."""
 
 from __future__ import annotations
 
 import gc
 import json
+import random
+
+import pytest
 
 from membolt import AgentMemory, MemoryStore
 from membolt.transfer import import_entries, parse
+
+from support import reference_render as ref
 
 # ---------------------------------------------------------------------------
 # §4: memory_search ranking ties go to the smaller key
@@ -62,40 +67,86 @@ def test_search_ties_past_the_20_line_cut(store: MemoryStore) -> None:
 
 
 # ---------------------------------------------------------------------------
-# §4 (0.2): the word fallback, when no entry holds the whole query
+# §15.3: the ranked search, when no entry holds the whole query
 # ---------------------------------------------------------------------------
 
 
-def test_words_fall_back_when_nothing_holds_the_whole_query(store: MemoryStore) -> None:
-    store.save("decision:billing", "we use stripe as the payment provider")  # 3 words
-    store.save("a", "Billing provider and the decision made")  # 3 words, none in the key
-    store.save("providers", "billing")  # 2 words, one in the key
-    store.save("b", "billing only")  # 1 word: under half of 3
-    store.save("c", "rebilling is not billing's prefix")  # "rebilling" hits nothing
+def model_ranking(store: MemoryStore, query: str) -> list[str]:
+    """The §15.2 order of the plain-Python model over the store's entries."""
+    entries = [ref.Entry(e.key, e.value, e.type, updated_at=e.updated_at) for e in store.entries()]
+    return [entry.key for entry, _ in ref.ranked(entries, query)]
+
+
+WORDS = [
+    "deploy", "deployed", "deploying", "build", "builds", "test", "tests", "testing",
+    "error", "errors", "caroline", "went", "support", "group", "the", "of", "it", "is",
+    "db", "go", "v2", "東京", "会議", "café",
+]  # fmt: skip
+
+
+def test_rank_order_and_scores_equal_the_model_on_seeded_stores(store: MemoryStore) -> None:
+    """§15.2 on random stores: the order of the model, ties included (few
+    distinct texts and stamps make equal scores common), and its scores."""
+    rng = random.Random(1502)
+    stamps = [100, 200, 300]
+    for _ in range(4):
+        # Keys repeat across rounds: later rounds rewrite entries the index
+        # already holds, and delete some.
+        rows: dict[str, tuple[str, str, int]] = {}
+        for _ in range(40):
+            kind = rng.choice(["note", "error", "decision", "fact", "x"])
+            key = f"{kind}:{rng.choice(WORDS)}-{rng.randint(0, 3)}"
+            value = " ".join(rng.choices(WORDS, k=rng.randint(0, 6)))
+            rows[key] = (key, value, rng.choice(stamps))
+        import_at(store, list(rows.values()))
+        for key in rng.sample(store.keys(), 3):
+            store.delete(key)
+        entries = [
+            ref.Entry(e.key, e.value, e.type, updated_at=e.updated_at) for e in store.entries()
+        ]
+        for _ in range(15):
+            query = " ".join(rng.choices(WORDS, k=rng.randint(1, 4)))
+            got = store.search_words_scored(query)
+            want = ref.ranked(entries, query)
+            assert [e.key for e, _ in got] == [e.key for e, _ in want], query
+            for (_, score), (_, expected) in zip(got, want, strict=True):
+                assert score == pytest.approx(expected, rel=1e-12)
+            limit = rng.randint(1, 5)
+            assert [e.key for e in store.search_words(query, limit=limit)] == [
+                e.key for e, _ in want[:limit]
+            ]
+
+
+def test_ranked_search_answers_when_nothing_holds_the_whole_query(store: MemoryStore) -> None:
+    store.save("decision:billing", "we use stripe as the payment provider")
+    store.save("a", "Billing provider and the decision made")
+    store.save("providers", "billing")
+    store.save("b", "billing only")  # one of three words is enough
+    store.save("c", "rebilling is not billing's prefix")  # other terms
+    store.save("d", "nothing of the sort")
+    query = "billing provider decision"
+    ranked = [e.key for e in store.search_words(query)]
+    assert ranked == model_ranking(store, query)
+    assert sorted(ranked) == ["a", "b", "decision:billing", "providers"]
+    # Two of the terms in the key, which counts three times.
+    assert ranked[0] == "decision:billing"
+    by_key = {e.key: e for e in store.entries()}
     memory = AgentMemory(store)
-    assert memory.call_tool("memory_search", {"query": "billing provider decision"}) == (
-        "No entry holds the whole query; 3 memory entries match its words:\n"
-        "- decision:billing: we use stripe as the payment provider\n"
-        "- a: Billing provider and the decision made\n"
-        "- providers: billing\n"
+    assert memory.call_tool("memory_search", {"query": query}) == (
+        "No entry holds the whole query; 4 memory entries match its words:\n"
+        + "".join(f"- {key}: {by_key[key].value}\n" for key in ranked)
     )
-    assert [e.key for e in store.search_words("billing provider decision")] == [
-        "decision:billing",
-        "a",
-        "providers",
-    ]
-    assert [e.key for e in store.search_words("billing provider decision", limit=1)] == [
-        "decision:billing"
-    ]
+    assert [e.key for e in store.search_words(query, limit=1)] == ranked[:1]
 
 
-def test_half_the_words_rounded_up_is_enough(store: MemoryStore) -> None:
+def test_one_matching_term_qualifies_and_rarer_terms_weigh_more(store: MemoryStore) -> None:
     store.save("one", "alpha")
     store.save("two", "alpha gamma")
-    # Four words: two are half.
-    assert [e.key for e in store.search_words("alpha gamma delta omega")] == ["two"]
-    # Two words: one is half.
-    assert sorted(e.key for e in store.search_words("alpha zzzz")) == ["one", "two"]
+    store.save_many([(f"filler:{i}", "alpha beta") for i in range(8)])
+    # "gamma" is rarer than "alpha": the entry holding it ranks first.
+    assert store.search_words("alpha gamma delta omega")[0].key == "two"
+    assert len(store.search_words("alpha gamma delta omega")) == 10
+    assert [e.key for e in store.search_words("gamma")] == ["two"]
 
 
 def test_word_ties_go_to_the_newest_then_the_smaller_key(store: MemoryStore) -> None:
@@ -104,15 +155,25 @@ def test_word_ties_go_to_the_newest_then_the_smaller_key(store: MemoryStore) -> 
     assert [e.key for e in store.search_words("alpha gamma")] == ["c", "a", "b"]
 
 
-def test_one_significant_word_never_falls_back(store: MemoryStore) -> None:
-    store.save("k", "billing provider")
+def test_typed_entries_win_ties(store: MemoryStore) -> None:
+    store.save("n", "deploy now", type="note")
+    store.save("f", "deploy now", type="fact")
+    store.save("d", "deploy now", type="decision")
+    store.save("e", "deploy now", type="")
+    # Same score: the typed entry first, then the newest.
+    assert [e.key for e in store.search_words("deploy")] == ["d", "e", "f", "n"]
+
+
+def test_a_query_without_a_significant_term_finds_nothing(store: MemoryStore) -> None:
+    store.save("k", "billing provider of the month")
     memory = AgentMemory(store)
-    # "the", "of" are stopwords and "pr" is too short: one word is left.
+    # "billingx" and "pr" are terms no entry holds; "the", "of" are stopwords.
     assert memory.call_tool("memory_search", {"query": "the billingx of pr"}) == (
         "No memory entries found."
     )
-    assert store.search_words("billing") == []
-    assert store.search_words("billing billing") == []  # distinct words count
+    assert store.search_words("the of") == []
+    # Stemming: "providers" finds "provider"; one term is enough.
+    assert [e.key for e in store.search_words("providers")] == ["k"]
 
 
 def test_the_fallback_lists_20_and_counts_the_rest(store: MemoryStore) -> None:

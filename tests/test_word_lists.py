@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from membolt import AgentMemory, MemoryStore
+from membolt import AgentMemory, MemoryStore, _core
 from membolt.extract import Fact, extract_action, extract_files, extract_sections
 
 # ---------------------------------------------------------------------------
@@ -160,32 +160,37 @@ def test_reopened_marker_wins_over_a_resolved_marker(tmp_path: Path, marker: str
 
 
 # ---------------------------------------------------------------------------
-# §5.6 focus stopwords
+# §15.1 query stopwords (the §5.6 list and the §15.1 additions)
 # ---------------------------------------------------------------------------
 
-# Verbatim from §5.6.
-SPEC_STOPWORD_TEXT = """this that with from have what when where which would could should about
+# Verbatim from §5.6 and §15.1.
+FOCUS_STOPWORD_TEXT = """this that with from have what when where which would could should about
 your please into then the and for are was you can how why who has had but not its out all any
 one two now see off per via let did our yes too"""
-SPEC_STOPWORDS = SPEC_STOPWORD_TEXT.split()
+MORE_STOPWORD_TEXT = """a an is are be been being do does i me my we us it he she they them his
+her their there here of to in on at by as or if so than very just also will shall may might must"""
+SPEC_STOPWORDS = sorted(set(FOCUS_STOPWORD_TEXT.split()) | set(MORE_STOPWORD_TEXT.split()))
 
 
 def focus_kept_keys(store: MemoryStore, focus: str) -> list[str]:
-    """Keys in a zero-budget block: the priority entries (focus matches and
-    their ancestry) or, with none, only the newest entry."""
-    block = store.render(focus, 0, now_ms=0).split("\n")
+    """Keys in a block with room for one of the two entries: the focus
+    match, or with none the newest entry (the filler)."""
+    block = store.render(focus, 35, now_ms=0).split("\n")
     return [line.split(" [", 1)[0] for line in block[3:-1]]
 
 
-def test_spec_stopword_list_is_complete() -> None:
-    assert len(SPEC_STOPWORDS) == 47
-    assert len(set(SPEC_STOPWORDS)) == 47
+def test_spec_stopword_lists_are_complete() -> None:
+    assert len(FOCUS_STOPWORD_TEXT.split()) == len(set(FOCUS_STOPWORD_TEXT.split())) == 47
+    # "are" is on both lists.
+    assert len(MORE_STOPWORD_TEXT.split()) == 43
+    assert len(SPEC_STOPWORDS) == 47 + 43 - 1
+    assert all(_core.query_terms(word) == [] for word in SPEC_STOPWORDS)
 
 
 @pytest.mark.parametrize("word", SPEC_STOPWORDS)
 def test_stopword_is_no_focus_word(store: MemoryStore, word: str) -> None:
-    # The target's key and value both start with the stopword, so the word
-    # would match it (score 2 + 1 + 1) if it counted.
+    # The target's key and value both hold the stopword, so the word would
+    # match it if it counted.
     store.save(f"{word}:target", f"{word} handler", type="decision", references=[])
     store.save("filler", "x" * 100, type="note", references=[])
     assert focus_kept_keys(store, "target") == [f"{word}:target"]  # a real word matches

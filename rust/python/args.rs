@@ -81,6 +81,14 @@ pub(crate) fn count_arg(value: &Bound<'_, PyAny>, what: &str) -> PyResult<usize>
     Ok(usize::try_from(number).unwrap_or(usize::MAX))
 }
 
+/// An optional `limit` count: absent or `None` means "all".
+pub(crate) fn optional_count_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    match value {
+        Some(value) if !value.is_none() => count_arg(value, "limit").map(Some),
+        _ => Ok(None),
+    }
+}
+
 /// A list or tuple of `str`, or `None`.
 pub(crate) fn references_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<String>>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {

@@ -48,6 +48,18 @@ fn escape_line(text: &str) -> String {
     crate::text::escape_line(text).into_owned()
 }
 
+/// §15.1: every term of `text`, in order (what the ranked search indexes).
+#[pyfunction]
+fn terms(text: &str) -> Vec<String> {
+    crate::text::terms(text)
+}
+
+/// §15.1: the significant terms of a query, each once, in order.
+#[pyfunction]
+fn query_terms(query: &str) -> Vec<String> {
+    crate::text::query_terms(query)
+}
+
 /// §12: whether `text` names a PostgreSQL store (`postgresql://`,
 /// `postgres://`) rather than a file.
 #[pyfunction]
@@ -136,6 +148,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(truncate, m)?)?;
     m.add_function(wrap_pyfunction!(flatten_plain, m)?)?;
     m.add_function(wrap_pyfunction!(escape_line, m)?)?;
+    m.add_function(wrap_pyfunction!(terms, m)?)?;
+    m.add_function(wrap_pyfunction!(query_terms, m)?)?;
     m.add_function(wrap_pyfunction!(_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(_before_fork, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_parent, m)?)?;

@@ -12,7 +12,7 @@ use pyo3::types::{PyList, PyString, PyTuple};
 
 use super::args::{
     DEFAULT_TIMEOUT_SECONDS, busy_timeout, clamped_int, count_arg, optional_clamped_int,
-    optional_text_arg, text_arg,
+    optional_count_arg, optional_text_arg, text_arg,
 };
 use super::entry::PyEntry;
 use super::errors::{query_error, to_py_err};
@@ -24,7 +24,7 @@ use crate::store::postgres::is_database_url;
 use crate::store::{BatchOp, BatchOutcome, SaveRequest, Store};
 use crate::views::query::{QueryInput, evaluate};
 use crate::views::render::DEFAULT_MAX_TOKENS;
-use crate::views::{graph, prompt, render, search, search_words};
+use crate::views::{graph, prompt, ranked_search, render, search};
 
 #[pyclass(subclass, frozen, name = "Store", module = "membolt._core")]
 pub struct PyStore {
@@ -185,8 +185,8 @@ impl PyStore {
         Ok((total, entries_to_list(py, hits)?))
     }
 
-    /// §4 (0.2): the entries matching `query` word by word, in fallback
-    /// order; `limit` keeps the first so many.
+    /// §15.3: the entries qualifying for `query`'s terms, in rank order;
+    /// `limit` keeps the first so many.
     #[pyo3(signature = (query, limit = None))]
     fn search_words<'py>(
         &self,
@@ -195,17 +195,35 @@ impl PyStore {
         limit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let query = text_arg(query, "query")?;
-        let limit = match limit {
-            Some(limit) if !limit.is_none() => Some(count_arg(limit, "limit")?),
-            _ => None,
-        };
+        let limit = optional_count_arg(limit)?;
         let (_, hits) = self.run(py, |s| {
-            s.read(|m| search_words::search_words(m, &query, limit))
+            s.read(|m| ranked_search::ranked_search(m, &query, limit))
         })?;
-        entries_to_list(py, hits)
+        entries_to_list(py, hits.into_iter().map(|(entry, _)| entry).collect())
     }
 
-    /// `(total, first limit word matches)`, for the `memory_search` tool.
+    /// §15.2: [`Self::search_words`] with each entry's BM25 score, as
+    /// `(entry, score)` pairs.
+    #[pyo3(signature = (query, limit = None))]
+    fn search_words_scored<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'_, PyAny>,
+        limit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let query = text_arg(query, "query")?;
+        let limit = optional_count_arg(limit)?;
+        let (_, hits) = self.run(py, |s| {
+            s.read(|m| ranked_search::ranked_search(m, &query, limit))
+        })?;
+        PyList::new(
+            py,
+            hits.into_iter()
+                .map(|(entry, score)| (PyEntry::wrap(entry), score)),
+        )
+    }
+
+    /// `(total, first limit ranked matches)`, for the `memory_search` tool.
     fn search_words_ranked<'py>(
         &self,
         py: Python<'py>,
@@ -215,8 +233,9 @@ impl PyStore {
         let query = text_arg(query, "query")?;
         let limit = count_arg(limit, "limit")?;
         let (total, hits) = self.run(py, |s| {
-            s.read(|m| search_words::search_words(m, &query, Some(limit)))
+            s.read(|m| ranked_search::ranked_search(m, &query, Some(limit)))
         })?;
+        let hits = hits.into_iter().map(|(entry, _)| entry).collect();
         Ok((total, entries_to_list(py, hits)?))
     }
 

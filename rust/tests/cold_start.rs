@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 use membolt::entry::{Entry, Interner};
 use membolt::store::Store;
 use membolt::store::mirror::Mirror;
+use membolt::views::recall::RecallIndex;
 use membolt::views::render_index::RenderIndex;
 use membolt::views::search::SearchIndex;
-use membolt::views::token_index::TokenIndex;
 use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition};
 
 const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
@@ -213,8 +213,8 @@ fn build_phases(refs: &[&Arc<Entry>], phase: Option<&str>) {
         });
     }
     if wanted("tokens") {
-        best("TokenIndex::build", || {
-            TokenIndex::build(refs.iter().enumerate().map(|(id, e)| (id as u32, &***e)))
+        best("RecallIndex::build", || {
+            RecallIndex::build(refs.iter().enumerate().map(|(id, e)| (id as u32, &***e)))
         });
     }
     if phase.is_none() {
@@ -242,7 +242,7 @@ fn mirror_phases(entries: Vec<Arc<Entry>>) {
         membolt::views::render_index(&mirror).fill().slot_count()
     });
     timed("  token index", || {
-        let _ = membolt::views::render_index(&mirror).tokens();
+        let _ = membolt::views::render_index(&mirror).recall();
     });
 }
 

@@ -1,4 +1,4 @@
-//! Pure text functions of membolt (§5.4–§5.8, §6.8).
+//! Pure text functions of membolt (§5.4–§5.8, §6.8, §15.1).
 //!
 //! Everything here is a total function of its arguments: no I/O, no clock, no
 //! `unsafe`, and no panic on any input. The spec's conventions are followed
@@ -17,22 +17,25 @@
 //! escape.rs      flattening, escaping and neutralising (§5.4)
 //! words.rs       lowering and word tokens
 //! markers.rs     done and resolved (§5.5)
-//! focus.rs       significant words, stopwords, scores (§5.6)
+//! terms.rs       the terms of the ranked search (§15.1)
+//! stopwords.rs   the words a query drops (§15.1)
 //! block.rs       entry cost, duplicates, relative age (§5.1, §5.3, §5.8)
 //! ```
 
 mod block;
 mod escape;
-mod focus;
 mod markers;
+mod stopwords;
+mod terms;
 mod truncate;
 mod whitespace;
 mod words;
 
 pub use block::*;
 pub use escape::*;
-pub use focus::*;
 pub use markers::*;
+pub use stopwords::*;
+pub use terms::*;
 pub use truncate::*;
 pub use whitespace::*;
 pub use words::*;

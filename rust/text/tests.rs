@@ -3,7 +3,6 @@
 use std::borrow::Cow;
 
 use super::escape::FLATTEN_BREAKS;
-use super::focus::MAX_STOPWORD_BYTES;
 use super::*;
 
 // ----- truncation -----
@@ -478,122 +477,6 @@ fn is_resolved_cases() {
     assert!(is_resolved("regressions: was resolved"));
     assert!(is_resolved("WORKS NOW"));
     assert!(!is_resolved("works  now"));
-}
-
-// ----- focus -----
-
-#[test]
-fn focus_words_rules() {
-    assert_eq!(
-        focus_words("Fix the /users endpoint, please!"),
-        ["fix", "/users", "endpoint"]
-    );
-    assert_eq!(focus_words("\"(API)\" ok go sql"), ["api", "sql"]);
-    assert_eq!(focus_words(""), Vec::<String>::new());
-    assert_eq!(focus_words("   "), Vec::<String>::new());
-    // Stopwords are checked after trimming and lowering.
-    assert_eq!(focus_words("THE (and) What? build"), ["build"]);
-    for stop in STOPWORDS {
-        assert!(focus_words(stop).is_empty(), "{stop}");
-    }
-    // Bytes, not characters: `été` is 5 bytes.
-    assert_eq!(focus_words("été ab ßa"), ["été", "ßa"]);
-    // Unicode whitespace splits, U+001F does not.
-    assert_eq!(
-        focus_words("abc\u{3000}def\u{1f}ghi"),
-        ["abc", "def\u{1f}ghi"]
-    );
-    // Repeats are kept; inner punctuation is kept.
-    assert_eq!(focus_words("api api foo.bar"), ["api", "api", "foo.bar"]);
-    assert_eq!(focus_words("<<>>"), Vec::<String>::new());
-}
-
-#[test]
-fn focus_score_rules() {
-    let words = focus_words("users endpoint");
-    // key hit +2 per word, type bonus +1
-    assert_eq!(focus_score(&words, "prompt:users", "x", "prompt"), 3);
-    // value hit +1, key hit +2, bonus
-    assert_eq!(
-        focus_score(&words, "prompt:users", "an endpoint", "prompt"),
-        4
-    );
-    // key hit wins over value hit for the same word (no +3)
-    assert_eq!(focus_score(&words, "users", "users", "result"), 3);
-    // no bonus for empty, note, fact
-    assert_eq!(focus_score(&words, "users", "", ""), 2);
-    assert_eq!(focus_score(&words, "users", "", "note"), 2);
-    assert_eq!(focus_score(&words, "users", "", "fact"), 2);
-    // no bonus when the score is zero
-    assert_eq!(focus_score(&words, "abc", "def", "prompt"), 0);
-    // prefix of a token, not inside a token
-    assert_eq!(focus_score(&["api"], "api_wiring", "", "note"), 2);
-    assert_eq!(focus_score(&["api"], "capital", "rapid", "note"), 0);
-    // case-insensitive through lower()
-    assert_eq!(focus_score(&["api"], "API", "", "note"), 2);
-    // words that cannot be inside a token never match
-    assert_eq!(focus_score(&["/users"], "/users", "/users", "x"), 0);
-    // repeated words score again
-    assert_eq!(focus_score(&["api", "api"], "api", "", "note"), 4);
-}
-
-#[test]
-fn max_stopword_bytes_is_the_longest_stopword() {
-    assert_eq!(
-        STOPWORDS.iter().map(|w| w.len()).max(),
-        Some(MAX_STOPWORD_BYTES)
-    );
-}
-
-#[test]
-fn could_match_focus_word_rules() {
-    assert!(!could_match_focus_word("ab"));
-    assert!(!could_match_focus_word("the"));
-    assert!(!could_match_focus_word("and"));
-    assert!(could_match_focus_word("api"));
-    // `then` is a stopword, but `the` is too and `then` itself is: no
-    // significant word is a prefix of `then`.
-    assert!(!could_match_focus_word("then"));
-    // `thena` has the significant prefix `thena`.
-    assert!(could_match_focus_word("thena"));
-    // `would` is a stopword, but `wou` is not.
-    assert!(could_match_focus_word("would"));
-    // `this` is a stopword, but the focus word `thi` is a prefix of it.
-    assert!(could_match_focus_word("this"));
-}
-
-#[test]
-fn every_occurrence_of_a_word_scores() {
-    let words = focus_words("users endpoint users");
-    assert_eq!(
-        distinct_focus_words(&words),
-        vec![("users", 2), ("endpoint", 1)]
-    );
-    // users in the key twice (+4), endpoint in the value (+1), bonus (+1).
-    assert_eq!(
-        focus_score(&words, "prompt:users", "an endpoint", "prompt"),
-        6
-    );
-    let hits = [
-        WordHit {
-            occurrences: 2,
-            in_key: true,
-            in_value: true,
-        },
-        WordHit {
-            occurrences: 1,
-            in_key: false,
-            in_value: true,
-        },
-        WordHit {
-            occurrences: 7,
-            in_key: false,
-            in_value: false,
-        },
-    ];
-    assert_eq!(focus_score_of_hits(hits, true), 6);
-    assert_eq!(focus_score_of_hits(hits, false), 5);
-    assert_eq!(focus_score_of_hits([], true), 0);
 }
 
 // ----- duplicates, cost -----

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use crate::entry::Entry;
 use crate::store::mirror::Mirror;
+use crate::views::ids::IdSet;
 use crate::views::render_index::RenderIndex;
-use crate::views::token_index::IdSet;
 
 /// §5.7: at most this many keys in an ancestry chain.
 pub const MAX_CHAIN: usize = 8;

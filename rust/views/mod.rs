@@ -1,6 +1,7 @@
 //! What the store's entries look like to their readers: substring search
-//! and its word fallback (§4), the `<memory>` block (§5), the causal graph, the parts of the
-//! system-prompt section (§5.9) and queries (§9).
+//! (§4), the ranked word search (§15), the `<memory>` block (§5), the
+//! causal graph, the parts of the system-prompt section (§5.9) and queries
+//! (§9).
 //!
 //! A view reads the mirror (through `Store::read`) and never writes. The
 //! indexes views derive from the entries (the search index, the render
@@ -8,17 +9,22 @@
 //! slot as one [`Views`] value: the mirror tells it about every change
 //! through the store's `Derived` hook, so each index is built once, on the
 //! first call that needs it, and then only updated.
+//!
+//! The search index, the render index and its recall index are three
+//! indexes with three jobs: substrings, the block's selection, and terms.
 
 pub mod fill_tree;
 pub mod graph;
+pub mod ids;
 mod lowered_text;
 pub mod prompt;
 pub mod query;
+pub mod ranked_search;
+pub mod recall;
 pub mod render;
 pub mod render_index;
 pub mod search;
-pub mod search_words;
-pub mod token_index;
+pub mod selection;
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
@@ -105,29 +111,29 @@ pub fn search_index(mirror: &Mirror) -> &SearchIndex {
 
 /// The indexes of the `<memory>` block, built on first use (with the
 /// mirror's core indexes, on another thread, if those are not built yet).
-/// Its token index, the largest part, is left to the first call that needs
-/// it: a render without a focus (a session's first prompt) does not.
+/// Its recall index, the largest part, is left to the first call that
+/// needs it: a render without a focus (a session's first prompt) does not.
 pub fn render_index(mirror: &Mirror) -> &RenderIndex {
     build_render_index(mirror, false)
 }
 
-/// [`render_index`] with its token index, for a focused render or a word
-/// search: when the whole index is still to be built, the token index is
-/// built beside the rest, on its own thread.
-pub fn render_index_with_tokens(mirror: &Mirror) -> &RenderIndex {
+/// [`render_index`] with its recall index, for a focused render or a
+/// ranked search: when the whole index is still to be built, the recall
+/// index is built beside the rest, on its own thread.
+pub fn render_index_with_recall(mirror: &Mirror) -> &RenderIndex {
     let index = build_render_index(mirror, true);
-    index.tokens();
+    index.recall();
     index
 }
 
-fn build_render_index(mirror: &Mirror, with_tokens: bool) -> &RenderIndex {
+fn build_render_index(mirror: &Mirror, with_recall: bool) -> &RenderIndex {
     views(mirror).render.get_or_init(|| {
         let entries: Vec<&Arc<Entry>> = mirror.iter().collect();
         std::thread::scope(|scope| {
             let core = (mirror.built_core_indexes().is_none()
                 && entries.len() >= PARALLEL_MIN_ENTRIES)
                 .then(|| scope.spawn(|| mirror.core_indexes()));
-            let render = if with_tokens {
+            let render = if with_recall {
                 RenderIndex::for_render(&entries)
             } else {
                 RenderIndex::from_entries(&entries)

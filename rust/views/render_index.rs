@@ -13,7 +13,7 @@
 //!   entry created no earlier than themselves (`created_at(parent) >=
 //!   created_at(child)`). Every other reference goes strictly back in
 //!   `created_at`; [`crate::graph`] uses that to prune its walk.
-//! * `fill` ([`FillTree`]) and `tokens` ([`TokenIndex`]) are built lazily on
+//! * `fill` ([`FillTree`]) and `recall` ([`RecallIndex`]) are built lazily on
 //!   the first render that needs them and from then on kept up to date by
 //!   every write, so a process that only writes never pays for them.
 //!
@@ -28,11 +28,9 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::entry::Entry;
 use crate::parallel::PARALLEL_MIN_ENTRIES;
-use crate::text::{
-    DONE_MARKERS, RESOLVED_MARKERS, entry_cost, focus_type_bonus, is_done, is_resolved, lower,
-};
+use crate::text::{DONE_MARKERS, RESOLVED_MARKERS, entry_cost, is_done, is_resolved, lower};
 use crate::views::fill_tree::FillTree;
-use crate::views::token_index::TokenIndex;
+use crate::views::recall::RecallIndex;
 
 /// How many slots from the end an out-of-order fill insert may shift before
 /// the fill tree is dropped and rebuilt on the next render instead.
@@ -105,19 +103,25 @@ pub fn resume_rank(kind: &str) -> Option<u8> {
 
 const ERROR_TYPE: &str = "error";
 
+/// §15.2: whether an entry of this type ranks before an equal-scoring entry
+/// of type empty, `note` or `fact`.
+pub fn has_type_bonus(kind: &str) -> bool {
+    !matches!(kind, "" | "note" | "fact")
+}
+
 /// Orders resume candidates so that the maximum is the §5.2.1 resume point:
 /// newest, then higher type rank, then smaller key.
 type ResumeOrder = (i64, u8, Reverse<Arc<str>>);
 
-/// What a render reads per entry. The stamps and the focus bonus are copies
-/// kept inline so that walks and focus scoring touch one array, not every
+/// What a render reads per entry. The stamps and the type bonus are copies
+/// kept inline so that walks and ranking touch one array, not every
 /// entry's heap record.
 struct Node {
     entry: Arc<Entry>,
     created_at: i64,
     updated_at: i64,
-    /// [`focus_type_bonus`] of the entry's type.
-    focus_bonus: bool,
+    /// [`has_type_bonus`] of the entry's type.
+    type_bonus: bool,
     /// Ids of the referenced entries that exist, in stored order.
     parents: Parents,
     /// How many of `parents` were created no earlier than this entry.
@@ -161,7 +165,7 @@ impl Node {
             entry: entry.clone(),
             created_at: entry.created_at,
             updated_at: entry.updated_at,
-            focus_bonus: focus_type_bonus(&entry.kind),
+            type_bonus: has_type_bonus(&entry.kind),
             parents: Parents::None,
             inverted: 0,
         }
@@ -179,7 +183,7 @@ pub struct RenderIndex {
     /// `(created_at, id)` of the entries with an inverted reference.
     inverted: BTreeSet<(i64, u32)>,
     fill: OnceLock<FillTree>,
-    tokens: OnceLock<TokenIndex>,
+    recall: OnceLock<RecallIndex>,
 }
 
 /// Fill order, ascending = oldest first: `(updated_at asc, key desc)`. The
@@ -202,9 +206,9 @@ impl RenderIndex {
         RenderIndex::build(entries, false)
     }
 
-    /// [`RenderIndex::from_entries`] with the fill tree and the token index
-    /// built too, as a render needs them: the token index, the largest
-    /// part, on its own thread meanwhile.
+    /// [`RenderIndex::from_entries`] with the fill tree and the recall index
+    /// built too, as a focused render needs them: the recall index, the
+    /// largest part, on its own thread meanwhile.
     pub fn for_render(entries: &[&Arc<Entry>]) -> RenderIndex {
         RenderIndex::build(entries, true)
     }
@@ -229,8 +233,8 @@ impl RenderIndex {
         for (id, &(_, at)) in by_creation.iter().enumerate() {
             id_of[at as usize] = id as u32;
         }
-        let build_tokens = || {
-            TokenIndex::build(
+        let build_recall = || {
+            RecallIndex::build(
                 by_creation
                     .iter()
                     .enumerate()
@@ -256,7 +260,7 @@ impl RenderIndex {
         };
         let parallel = count >= PARALLEL_MIN_ENTRIES;
         std::thread::scope(|scope| {
-            let tokens = (complete && parallel).then(|| scope.spawn(build_tokens));
+            let recall = (complete && parallel).then(|| scope.spawn(build_recall));
             let flagged = parallel.then(|| scope.spawn(|| flags(entries)));
             let (ids, nodes) = build_nodes();
             let flagged = match flagged {
@@ -272,11 +276,11 @@ impl RenderIndex {
             index.link_all(entries, &id_of);
             if complete {
                 let _ = index.fill();
-                let tokens = match tokens {
-                    Some(thread) => thread.join().expect("token index thread"),
-                    None => build_tokens(),
+                let recall = match recall {
+                    Some(thread) => thread.join().expect("recall index thread"),
+                    None => build_recall(),
                 };
-                let _ = index.tokens.set(tokens);
+                let _ = index.recall.set(recall);
             }
             index
         })
@@ -385,11 +389,11 @@ impl RenderIndex {
             }
             None => {}
         }
-        if let Some(tokens) = self.tokens.get_mut() {
-            tokens.insert(id, entry);
-            if tokens.wants_rebuild() {
-                // Rebuilt in bulk by the next render that needs it.
-                self.tokens = OnceLock::new();
+        if let Some(recall) = self.recall.get_mut() {
+            recall.insert(id, entry);
+            if recall.wants_rebuild() {
+                // Rebuilt in bulk by the next search that needs it.
+                self.recall = OnceLock::new();
             }
         }
         if self.fill.get().is_some() {
@@ -407,8 +411,8 @@ impl RenderIndex {
             self.errors.remove(&(entry.updated_at, entry.key.clone()));
         }
         self.inverted.remove(&(entry.created_at, id));
-        if let Some(tokens) = self.tokens.get_mut() {
-            tokens.remove(id, entry);
+        if let Some(recall) = self.recall.get_mut() {
+            recall.remove(id, entry);
         }
         if let Some(fill) = self.fill.get_mut() {
             fill.remove(id);
@@ -506,9 +510,9 @@ impl RenderIndex {
         self.node(id).updated_at
     }
 
-    /// [`focus_type_bonus`] of the type of `id`.
-    pub fn focus_bonus(&self, id: u32) -> bool {
-        self.node(id).focus_bonus
+    /// [`has_type_bonus`] of the type of `id`.
+    pub fn has_type_bonus(&self, id: u32) -> bool {
+        self.node(id).type_bonus
     }
 
     /// Ids of the existing references of `id`, in stored order.
@@ -563,10 +567,10 @@ impl RenderIndex {
         })
     }
 
-    /// The token-prefix index, built on first use.
-    pub fn tokens(&self) -> &TokenIndex {
-        self.tokens.get_or_init(|| {
-            TokenIndex::build(
+    /// The recall index, built on first use.
+    pub fn recall(&self) -> &RecallIndex {
+        self.recall.get_or_init(|| {
+            RecallIndex::build(
                 self.nodes
                     .iter()
                     .enumerate()
@@ -700,86 +704,5 @@ mod tests {
         all.sort_by(|a, b| fill_order(b, a));
         let want: Vec<String> = all.iter().map(|e| e.key.to_string()).collect();
         assert_eq!(got, want);
-    }
-}
-
-#[cfg(test)]
-mod timing {
-    use super::*;
-    use crate::store::mirror::Mirror;
-    use std::time::Instant;
-
-    /// `cargo test --release timing -- --ignored --nocapture`: where the cold
-    /// start of a 100k-entry store goes.
-    #[test]
-    #[ignore = "timing report, not a test"]
-    fn cold_start_breakdown() {
-        let words = [
-            "handler",
-            "returns",
-            "paginated",
-            "users",
-            "client",
-            "retries",
-            "timeout",
-            "migration",
-            "nullable",
-            "column",
-            "orders",
-            "deploy",
-            "webhook",
-            "signature",
-            "cache",
-            "config",
-        ];
-        let entries: Vec<Arc<Entry>> = (0..100_000_i64)
-            .map(|i| {
-                let mut value = format!("svc{} ", i * 7919 % 100_003);
-                let mut n = i as usize;
-                while value.len() < 220 {
-                    n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                    value.push_str(words[(n >> 33) % words.len()]);
-                    value.push(' ');
-                }
-                let kind = ["result", "note", "tool_result", "decision"][i as usize % 4];
-                Arc::new(Entry {
-                    key: format!("{kind}:{i}").into(),
-                    value: value.into(),
-                    kind: kind.into(),
-                    namespace: "".into(),
-                    references: vec![format!("note:{}", i - 1).into()],
-                    created_at: i,
-                    updated_at: i,
-                })
-            })
-            .collect();
-        let started = Instant::now();
-        let n = TokenIndex::tokenize_only(entries.iter().map(|e| &**e));
-        println!("tokenize only: {n} tokens in {:?}", started.elapsed());
-        let started = Instant::now();
-        let done = entries
-            .iter()
-            .filter(|e| crate::text::is_done(&e.value))
-            .count();
-        println!("is_done over all: {done} in {:?}", started.elapsed());
-        let started = Instant::now();
-        let mut sorted: Vec<&Arc<Entry>> = entries.iter().collect();
-        sorted.sort_by(|a, b| a.key.cmp(&b.key));
-        let index = RenderIndex::from_entries(&sorted);
-        let render_index = started.elapsed();
-        let started = Instant::now();
-        let _ = index.fill();
-        let fill = started.elapsed();
-        let started = Instant::now();
-        let _ = index.tokens();
-        let tokens = started.elapsed();
-        let started = Instant::now();
-        let mirror = Mirror::from_entries(entries, vec![1], 0);
-        let whole_mirror = started.elapsed();
-        println!(
-            "100k: RenderIndex::from_entries {render_index:?}, fill tree {fill:?}, \
-             token index {tokens:?}; Mirror::from_entries (all indexes) {whole_mirror:?}"
-        );
-        drop(mirror);
     }
 }

@@ -1,10 +1,17 @@
 """Plain-Python reference model of membolt's ``<memory>`` block (§5).
 
 This module is the *model* for a differential test against the Rust renderer:
-it implements §5 (with §5.4 escaping, §5.5 markers, §5.6 focus, §5.7 ancestry,
-§5.8 relative age) directly and literally from the spec text, independently of
-the Rust code. Clarity and faithfulness matter here, speed does not. It uses the
-standard library only.
+it implements §5 (with §5.4 escaping, §5.5 markers, §5.7 ancestry, §5.8
+relative age), the ranked focus of §15.2/§15.3 and the budget ceiling of
+§15.5 directly and literally from the contract's text, independently of the
+Rust code. Clarity and faithfulness matter here, speed does not.
+
+One part is not modelled: the terms of a text (§15.1: UAX #29 words and the
+Snowball stemmer, which the standard library lacks) come from
+``membolt._core.terms`` / ``query_terms``, which ``tests/test_terms.py``
+checks on their own (against the ``snowballstemmer`` package among others).
+Everything built on the terms (BM25, the equal-score tiers, the tie-breaks,
+the selection) is written here again from the contract.
 
 Conventions of the spec, as implemented here:
 
@@ -29,14 +36,15 @@ Interpretations of the spec (where its text leaves room):
   that stated tie-break is the one applied. (Reading "newest" there as already
   including "then the larger key" would make the stated "then smaller key"
   rules dead text.)
-* Budget (§5.1/§5.2): the priority entries are kept first and their costs ARE
-  charged to the budget; "what is left of the budget" for the candidates is
-  ``max_bytes - (cost of everything kept so far)``, which can be negative (then
-  no further candidate fits). "When nothing is kept yet" counts the priority
-  entries as kept: the first candidate is force-kept only when the priority set
-  is empty. So ``max_tokens <= 0`` renders the priority entries only, or, when
-  there are none, the newest entry alone. (This is also what the seed system's
-  code does.)
+* Budget (§15.5): a ceiling. Priority entries are offered in order (resume
+  point, focus matches in rank order, newest unresolved error, each once),
+  then their ancestry chains round by round: a chain skips the ancestors
+  already taken and offers its next one; an ancestor left out by one chain
+  may be offered again by another (it is not "taken"). An offered entry is
+  taken whole if it fits, else cut when at least 80 bytes are left for its
+  value after key, the 30 bytes and ``...``, else left out. Then the newest
+  first fill, whole entries only. Nothing taken, or ``max_tokens <= 0``: the
+  resume point (else the newest entry) alone, value cut to 200 bytes.
 * Parents-first order (§5.3): one depth-first walk over the whole graph (kept and
   not-kept entries alike; references to missing keys skipped) with a single
   ``visited`` set shared by the whole walk, started from each kept key in sorted
@@ -49,15 +57,19 @@ Interpretations of the spec (where its text leaves room):
   an already visited key was visited, and emitted if kept, by the earlier walk).
 * The map line counts raw types (empty counted as ``note``, so ``""`` and
   ``note`` share one count) and escapes each type when printing it.
-* Focus words are not deduplicated (the spec does not say to): a word repeated
-  in the focus scores once per occurrence.
+* Equal scores (§15.2): walking the scores from the highest, a score more
+  than 1e-9 (relative) below the previous one starts a new tier; a tier is
+  ordered by the tie-breaks alone.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from membolt._core import query_terms, terms
 
 # ---------------------------------------------------------------------------
 # Constants from the spec
@@ -148,60 +160,17 @@ RESOLVED_MARKERS = (
     "abandoned",
 )
 
-FOCUS_TRIM = ".,!?;:\"'()[]{}<>"
-STOPWORDS = frozenset(
-    (
-        "this",
-        "that",
-        "with",
-        "from",
-        "have",
-        "what",
-        "when",
-        "where",
-        "which",
-        "would",
-        "could",
-        "should",
-        "about",
-        "your",
-        "please",
-        "into",
-        "then",
-        "the",
-        "and",
-        "for",
-        "are",
-        "was",
-        "you",
-        "can",
-        "how",
-        "why",
-        "who",
-        "has",
-        "had",
-        "but",
-        "not",
-        "its",
-        "out",
-        "all",
-        "any",
-        "one",
-        "two",
-        "now",
-        "see",
-        "off",
-        "per",
-        "via",
-        "let",
-        "did",
-        "our",
-        "yes",
-        "too",
-    )
-)
-#: Types that get no +1 focus bonus.
+#: §15.2: types that do not win a tie.
 NO_BONUS_TYPES = ("", "note", "fact")
+#: §15.2: BM25's constants, the key's weight and the equal-score tolerance.
+BM25_K1 = 1.2
+BM25_B = 0.75
+KEY_REPEATS = 3
+RELATIVE_TOLERANCE = 1e-9
+#: §15.5: a priority entry is cut only with this many bytes for its value.
+MIN_CUT_VALUE_BYTES = 80
+#: §15.5: the value of an entry shown alone is cut to this many bytes.
+ALONE_VALUE_BYTES = 200
 
 #: §5.4: characters replaced by U+FFFD: U+0000-U+001F except tab, U+007F, the
 #: bidi embeddings/overrides U+202A-U+202E and isolates U+2066-U+2069.
@@ -215,8 +184,6 @@ REPLACED_CHARS = frozenset(
 )
 #: §5.5: a marker of at most this many characters must equal a token.
 SHORT_MARKER_CHARS = 3
-#: §5.6: significant focus words have at least this many bytes.
-FOCUS_MIN_BYTES = 3
 
 MINUTE_MS = 60_000
 HOUR_MS = 60 * MINUTE_MS
@@ -364,29 +331,44 @@ def is_resolved(value: str) -> bool:
     return any(marker_hits(lowered, marker) for marker in RESOLVED_MARKERS)
 
 
-def focus_words(focus: str) -> list[str]:
-    """§5.6 significant words of the focus (in order, repeats kept)."""
-    words: list[str] = []
-    for raw_word in split_whitespace(lower(focus)):
-        word = raw_word.strip(FOCUS_TRIM)
-        if utf8_len(word) >= FOCUS_MIN_BYTES and word not in STOPWORDS:
-            words.append(word)
-    return words
-
-
-def focus_score(words: Sequence[str], entry: Entry) -> int:
-    """§5.6 score of an entry."""
-    key_tokens = word_tokens(lower(entry.key))
-    value_tokens = word_tokens(lower(entry.value))
-    score = 0
-    for word in words:
-        if any(token.startswith(word) for token in key_tokens):
-            score += 2
-        elif any(token.startswith(word) for token in value_tokens):
-            score += 1
-    if score > 0 and entry.type not in NO_BONUS_TYPES:
-        score += 1
-    return score
+def ranked(entries: Sequence[Entry], query: str) -> list[tuple[Entry, float]]:
+    """§15.2: the entries qualifying for ``query``, in rank order, with scores."""
+    wanted = query_terms(query)
+    if not wanted or not entries:
+        return []
+    documents: dict[str, list[str]] = {
+        e.key: terms(e.key) * KEY_REPEATS + terms(e.value) for e in entries
+    }
+    n = len(entries)
+    average_len = sum(len(d) for d in documents.values()) / n
+    document_frequency = {t: sum(1 for d in documents.values() if t in d) for t in wanted}
+    scored: list[tuple[Entry, float]] = []
+    for entry in entries:
+        document = documents[entry.key]
+        if not any(t in document for t in wanted):
+            continue
+        score = 0.0
+        for term in wanted:  # in the query's order, as the sum is taken
+            tf = document.count(term)
+            if tf == 0:
+                continue
+            df = document_frequency[term]
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * len(document) / average_len)
+            score += idf * tf * (BM25_K1 + 1) / (tf + norm)
+        scored.append((entry, score))
+    scored.sort(key=lambda pair: -pair[1])
+    tiers: list[list[tuple[Entry, float]]] = []
+    for pair in scored:
+        if tiers and tiers[-1][-1][1] - pair[1] <= RELATIVE_TOLERANCE * abs(tiers[-1][-1][1]):
+            tiers[-1].append(pair)
+        else:
+            tiers.append([pair])
+    out: list[tuple[Entry, float]] = []
+    for tier in tiers:
+        tier.sort(key=lambda p: (p[0].type in NO_BONUS_TYPES, -p[0].updated_at, p[0].key))
+        out.extend(tier)
+    return out
 
 
 def normalize_value(value: str) -> str:
@@ -433,13 +415,9 @@ def newest_unresolved_error(entries: Iterable[Entry]) -> Entry | None:
     return max(candidates, key=lambda e: (e.updated_at, e.key))
 
 
-def focus_matches(entries: Iterable[Entry], focus: str) -> list[Entry]:
-    """§5.6: positive scores by score desc, then newest, then smaller key; first 5."""
-    words = focus_words(focus)
-    scored = [(focus_score(words, e), e) for e in entries]
-    positive = [(score, e) for score, e in scored if score > 0]
-    positive.sort(key=lambda pair: (-pair[0], -pair[1].updated_at, pair[1].key))
-    return [e for _, e in positive[:MAX_FOCUS_MATCHES]]
+def focus_matches(entries: Sequence[Entry], focus: str) -> list[Entry]:
+    """§15.3: the first five entries of the ranked search for the focus."""
+    return [entry for entry, _ in ranked(entries, focus)[:MAX_FOCUS_MATCHES]]
 
 
 def ancestry_chain(key: str, by_key: dict[str, Entry]) -> list[str]:
@@ -459,28 +437,65 @@ def ancestry_chain(key: str, by_key: dict[str, Entry]) -> list[str]:
     return chain
 
 
-def select_kept(entries: Sequence[Entry], priority: set[str], max_tokens: int) -> set[str]:
-    """§5.1/§5.2.4-5: priority entries, then newest-first fill, skip-not-stop."""
+def shown_alone(entries: Sequence[Entry], resume: Entry | None) -> dict[str, str]:
+    """§15.5: the resume point, else the newest entry, its value cut to 200 bytes."""
+    entry = resume or min(entries, key=lambda e: (-e.updated_at, e.key))
+    return {entry.key: truncate(entry.value, ALONE_VALUE_BYTES)}
+
+
+def select_shown(
+    entries: Sequence[Entry],
+    anchors: Sequence[Entry],
+    resume: Entry | None,
+    max_tokens: int,
+) -> dict[str, str]:
+    """§15.5: the shown entries, each with the value it shows."""
+    if max_tokens <= 0:
+        return shown_alone(entries, resume)
     by_key = {e.key: e for e in entries}
-    max_bytes = max_tokens * BYTES_PER_TOKEN if max_tokens > 0 else 0
-    kept = set(priority)
-    # Priority entries are kept even past the budget, and they use it up first.
-    used = sum(entry_cost(by_key[key]) for key in priority)
-    candidates = sorted(
-        (e for e in entries if e.key not in priority),
-        key=lambda e: (-e.updated_at, e.key),
-    )
-    for entry in candidates:
+    remaining = max_tokens * BYTES_PER_TOKEN
+    shown: dict[str, str] = {}
+
+    def offer(entry: Entry) -> None:
+        nonlocal remaining
+        if entry.key in shown:
+            return
         cost = entry_cost(entry)
-        if not kept:
-            # First-candidate rule: nothing kept yet, keep it even if too big.
-            kept.add(entry.key)
-            used += cost
-        elif cost <= max_bytes - used:
-            kept.add(entry.key)
-            used += cost
-        # else: skipped; a smaller, older entry may still fit.
-    return kept
+        if cost <= remaining:
+            shown[entry.key] = entry.value
+            remaining -= cost
+            return
+        room = remaining - utf8_len(entry.key) - ENTRY_OVERHEAD - len("...")
+        if room >= MIN_CUT_VALUE_BYTES:
+            value = truncate(entry.value, room)
+            shown[entry.key] = value
+            remaining -= utf8_len(entry.key) + ENTRY_OVERHEAD + utf8_len(value)
+
+    order: list[Entry] = []
+    for anchor in anchors:
+        if anchor not in order:
+            order.append(anchor)
+    for anchor in order:
+        offer(anchor)
+    chains = [ancestry_chain(anchor.key, by_key)[1:] for anchor in order]
+    cursors = [0] * len(chains)
+    while True:
+        offered = False
+        for number, chain in enumerate(chains):
+            while cursors[number] < len(chain) and chain[cursors[number]] in shown:
+                cursors[number] += 1
+            if cursors[number] < len(chain):
+                key = chain[cursors[number]]
+                cursors[number] += 1
+                offered = True
+                offer(by_key[key])
+        if not offered:
+            break
+    for entry in sorted(entries, key=lambda e: (-e.updated_at, e.key)):
+        if entry.key not in shown and entry_cost(entry) <= remaining:
+            shown[entry.key] = entry.value
+            remaining -= entry_cost(entry)
+    return shown or shown_alone(entries, resume)
 
 
 # ---------------------------------------------------------------------------
@@ -561,12 +576,14 @@ def map_line(
     return line
 
 
-def entry_line(entry: Entry, kept: set[str], same_as: str | None, is_resume: bool) -> str:
+def entry_line(
+    entry: Entry, shown_value: str, kept: set[str], same_as: str | None, is_resume: bool
+) -> str:
     """``<key> [<type>]: <value>`` plus annotations, each after two spaces."""
     line = escape_line(entry.key)
     if entry.type != "":
         line += f" [{escape_line(entry.type)}]"
-    line += ": " + escape_line(entry.value)
+    line += ": " + escape_line(shown_value)
     parents = [ref for ref in entry.references if ref in kept]
     if parents:
         line += "  <- " + ", ".join(escape_line(p) for p in parents)
@@ -587,18 +604,19 @@ def render(entries: Sequence[Entry], focus: str, max_tokens: int, now_ms: int) -
             raise ValueError(f"duplicate key {entry.key!r}")
         by_key[entry.key] = entry
 
-    # §5.2 steps 1-4: the priority set.
+    # §5.2 steps 1-3 and §15.5: the anchors, then what is shown.
     resume = resume_point(entries)
     error = newest_unresolved_error(entries)
     matches = focus_matches(entries, focus)
-    priority: set[str] = set()
-    for anchor in [resume, *matches, error]:
-        if anchor is not None:
-            priority.update(ancestry_chain(anchor.key, by_key))
-
-    # §5.2 step 5 and §5.3 order.
-    kept = select_kept(entries, priority, max_tokens)
+    anchors = [a for a in [resume, *matches, error] if a is not None]
+    shown = select_shown(entries, anchors, resume, max_tokens)
+    kept = set(shown)
     order = parents_first(kept, by_key)
+    # §15.5: the map and downstream lines name only shown entries.
+    if resume is not None and resume.key not in kept:
+        resume = None
+    if error is not None and error.key not in kept:
+        error = None
 
     lines = ["<memory>", LEGEND, map_line(order, by_key, resume, error, now_ms)]
     first_with_value: dict[str, str] = {}
@@ -612,7 +630,7 @@ def render(entries: Sequence[Entry], focus: str, max_tokens: int, now_ms: int) -
             else:
                 first_with_value[normalized] = key
         is_resume = resume is not None and key == resume.key
-        lines.append(entry_line(entry, kept, same_as, is_resume))
+        lines.append(entry_line(entry, shown[key], kept, same_as, is_resume))
 
     if resume is not None:
         children = sorted(key for key in order if resume.key in by_key[key].references)

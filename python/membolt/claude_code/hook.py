@@ -6,14 +6,17 @@ writes the event's JSON object to its stdin (§13):
 - ``SessionStart``: ``start_session(resumed=source != "startup")``; prints
   the §5.9 section (focus ``""``) as context for Claude;
 - ``UserPromptSubmit``: keeps the prompt for the turn (``turns.py``); prints
-  ``render(prompt, 200)`` as context when some entry matches the prompt's
-  significant words (``focus.py``), else nothing;
+  ``render(prompt, 200)`` as context when the ranked search (§15.3) finds
+  an entry for the prompt, else nothing;
 - ``PostToolUse``: ``after_tool`` with the result as text, for the tools on
   the capture list (``tool_text.py``); the others open nothing;
 - ``PostCompact``: ``auto_capture(compact_summary)``;
 - ``Stop``: ``after_turn(<the turn's prompt>, last_assistant_message)`` (the
   reply read from the transcript when the payload lacks it);
 - any other event: nothing.
+
+Every printed context keeps the §15.5 ceiling of 10,000 characters
+(``context_cap.py``).
 
 A hook must never disturb the session: :func:`run` returns 0 whatever
 happens (bad JSON, missing fields, a busy or damaged store, an unwritable
@@ -139,7 +142,13 @@ class Hook:
         if self.problem is not None:
             return None  # the writes failed; rendering would wait on the same store
         self.remember_problem(lambda: self.turns(store).prune())
-        return _context("SessionStart", memory.system_prompt_section(""))
+        from .._core import DEFAULT_MAX_TOKENS
+        from .context_cap import within_ceiling
+
+        section = within_ceiling(
+            lambda budget: memory.system_prompt_section("", budget), DEFAULT_MAX_TOKENS
+        )
+        return _context("SessionStart", section)
 
     def user_prompt_submit(self, payload: Mapping[str, object]) -> str | None:
         from ..sanitize import clean_text
@@ -150,11 +159,14 @@ class Hook:
         # The prompt is kept even when nothing matches it; failing to keep it
         # costs only the turn record, so the block is still offered.
         self.remember_problem(lambda: self.turns(store).remember(session, prompt))
-        from .focus import any_entry_matches
-
-        if not any_entry_matches(store, prompt):
+        # §15.3: a block is offered when the ranked search finds an entry
+        # for the prompt, the same search that picks the block's focus.
+        if not store.search_words(prompt, limit=1):
             return None
-        return _context("UserPromptSubmit", store.render(prompt, PROMPT_BLOCK_TOKENS))
+        from .context_cap import within_ceiling
+
+        block = within_ceiling(lambda budget: store.render(prompt, budget), PROMPT_BLOCK_TOKENS)
+        return _context("UserPromptSubmit", block)
 
     def post_tool_use(self, payload: Mapping[str, object]) -> str | None:
         from .tool_text import capture_list, is_captured, result_text
