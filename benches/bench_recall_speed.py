@@ -126,12 +126,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--rounds", type=int, default=201)
     parser.add_argument("--python", action="append", help="interpreter(s) to compare")
+    parser.add_argument("--labels", help="names of the interpreters' builds, comma-separated")
     parser.add_argument("--data", type=Path, help="a local copy of REALTALK's data folder")
     parser.add_argument("--tmpfs", default="/dev/shm", help="where the stores are built")
     parser.add_argument("--bm25-max", type=int, default=100_000)
     args = parser.parse_args()
     turns, questions = load_texts(args.data)
     pythons = args.python or [sys.executable]
+    labels = args.labels.split(",") if args.labels else pythons
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{len(turns)} distinct turns, {len(questions)} questions; load {os.getloadavg()[0]:.2f}")
     rows: dict[tuple[str, int], dict[str, float]] = {}
@@ -143,8 +145,7 @@ def main() -> None:
                 "size": size,
                 "rounds": args.rounds,
                 "tmpfs": args.tmpfs,
-                # The baseline does not depend on the build: once per size.
-                "bm25": n == 0 and size <= args.bm25_max,
+                "bm25": n == len(pythons) - 1 and size <= args.bm25_max,
             }
             with tempfile.NamedTemporaryFile("w", suffix=".json") as spec_file:
                 json.dump(spec, spec_file)
@@ -152,11 +153,13 @@ def main() -> None:
                 done = subprocess.run(
                     [python, "-c", CHILD.replace("sys.argv[1]", "open(sys.argv[1]).read()"),
                      spec_file.name],
-                    capture_output=True, text=True, check=True,
+                    capture_output=True, text=True, check=False,
                 )  # fmt: skip
+            if done.returncode != 0:
+                raise SystemExit(f"{python} at {size}: {done.stderr}")
             rows[(python, size)] = json.loads(done.stdout)
             print(f"  {python} {size}: {rows[(python, size)]}", file=sys.stderr)
-    header = ["size", *(f"{label}" for label in ("build",))]
+    header = ["size", "build"]
     columns = [
         ("search_words_ms", "`search_words` p50"),
         ("memory_search_ms", "`memory_search` p50"),
@@ -169,9 +172,9 @@ def main() -> None:
     print("| " + " | ".join(header + [title for _, title in columns]) + " |")
     print("|" + "---|" * (len(header) + len(columns)))
     for size in sizes:
-        for python in pythons:
+        for python, label in zip(pythons, labels, strict=True):
             row = rows[(python, size)]
-            cells = [f"{size:,}", python if len(pythons) > 1 else "this"]
+            cells = [f"{size:,}", label if len(pythons) > 1 else "this"]
             for name, _ in columns:
                 value = row.get(name)
                 if value is None:
