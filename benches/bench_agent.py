@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from membolt import MemoryStore
+from membolt import MemoryStore, extraction_caps
 from membolt.agent import AgentMemory
 from membolt.extract import extract_tool_result, extract_turn, turn_record
 
@@ -39,7 +39,8 @@ def test_after_turn_commit_only(
     items = [(f.key, f.value, f.type) for f in extract_turn("fix the handler", RESPONSE)]
     turn = turn_record("fix the handler", RESPONSE, 1_800_000_000_000)
     benchmark.pedantic(
-        lambda: store.save_many(items, caps=True, then=[(turn.key, turn.value)]), rounds=ROUNDS
+        lambda: store.save_many(items, caps=extraction_caps, then=[(turn.key, turn.value)]),
+        rounds=ROUNDS,
     )
 
 
@@ -65,4 +66,4 @@ def test_after_tool_commit_only(
             for result in (f"{i} passed in 3.1s\nall green" for i in range(ROUNDS + 10))
         ]
     )
-    benchmark.pedantic(lambda: store.save_many(next(batches), caps=True), rounds=ROUNDS)
+    benchmark.pedantic(lambda: store.save_many(next(batches), caps=extraction_caps), rounds=ROUNDS)

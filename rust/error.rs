@@ -1,7 +1,7 @@
 //! The core's error type, and the one place where the storage engine's errors
 //! become it.
 //!
-//! `python.rs` maps each [`StoreError`] variant to exactly one Python
+//! `python/errors.rs` maps each [`StoreError`] variant to exactly one Python
 //! exception class; nothing else in the crate knows about Python.
 //!
 //! redb reports damage, I/O failures and misuse through several error enums

@@ -3,7 +3,7 @@
 //! Python layer shares.
 //!
 //! ```text
-//! python.rs   the PyO3 glue (behind the `python` feature; nothing else
+//! python/     the PyO3 glue (behind the `python` feature; nothing else
 //!             knows Python)
 //! views/      what readers see: search, render, graph, prompt parts, query
 //! store/      the rules of §1 and §3 over a mirror, and the media below

@@ -223,3 +223,95 @@ def test_license_file_matches_the_declared_license() -> None:
     text = " ".join(" ".join(lines).split())
     assert "Permission is hereby granted, free of charge, to any person" in text
     assert 'THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND' in text
+
+
+# ---------------------------------------------------------------------------
+# File paths named in the documents and in comments exist
+# ---------------------------------------------------------------------------
+
+#: A path-like token: optional folders, then a file name with one of the
+#: project's own extensions. Backticks, quotes and brackets around it are
+#: not part of it.
+NAMED_PATH = re.compile(
+    r"(?<![\w./-])(?P<path>(?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|rs|md|toml|sh))(?![\w/])"
+)
+#: Names of files outside the repository that documents may mention: the
+#: peers' and tools' own files, and files a user or a run makes.
+FOREIGN_NAMES = frozenset(
+    {
+        "settings.json",
+        "settings.local.json",
+        "CLAUDE.md",
+        "__init__.py",
+        "conftest.py",
+        "setup.py",
+        "lib.rs",
+        "build.rs",
+        "main.rs",
+        "mod.rs",
+        # A user's module that would shadow membolt (the installer says why).
+        "membolt.py",
+    }
+)
+
+
+def repository_files() -> list[str]:
+    """Every file of the repository as a path relative to its root."""
+    return [
+        path.relative_to(ROOT).as_posix()
+        for path in ROOT.rglob("*")
+        if path.is_file()
+        and not SKIPPED_DIRS.intersection(path.relative_to(ROOT).parts)
+        and ".git" not in path.relative_to(ROOT).parts
+        and not any(part.startswith(".ci-venv") for part in path.relative_to(ROOT).parts)
+    ]
+
+
+def folders(files: list[str]) -> set[str]:
+    """The names of every folder of the repository."""
+    return {part for file in files for part in file.split("/")[:-1]}
+
+
+def names_a_file(path: str, files: list[str]) -> bool:
+    """Whether ``path`` names a file of the repository: some file's path
+    ends with it, component by component (``redb/doctor.rs`` names
+    ``rust/store/redb/doctor.rs``)."""
+    return any(file == path or file.endswith("/" + path) for file in files)
+
+
+def named_paths(text: str, comments_only: bool) -> Iterator[tuple[int, str]]:
+    """(line number, path) of every path-like token of ``text``; in code, of
+    its comments and docstrings only (string literals name files a test
+    makes), approximated by lines whose first character is a comment
+    marker or that lie inside a docstring."""
+    in_docstring = False
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.lstrip()
+        if comments_only:
+            quotes = stripped.count('"""')
+            is_comment = stripped.startswith(("#", "//", "///", "//!"))
+            if not (is_comment or in_docstring or quotes):
+                continue
+            if quotes % 2 == 1:
+                in_docstring = not in_docstring
+        for match in NAMED_PATH.finditer(line):
+            yield line_number, match["path"]
+
+
+def test_every_file_path_in_documents_and_comments_exists() -> None:
+    files = repository_files()
+    # A path whose first folder is none of the repository's is a user's
+    # (``src/app.py`` in an example), not one of the project's files.
+    own_folders = folders(files)
+    missing = []
+    for path, text in project_texts():
+        comments_only = path.suffix in (".py", ".pyi", ".rs")
+        for line_number, named in named_paths(text, comments_only):
+            name = named.rsplit("/", 1)[-1]
+            if name in FOREIGN_NAMES and "/" not in named:
+                continue
+            if "/" in named and named.split("/", 1)[0] not in own_folders:
+                continue
+            if named.startswith(("http", "www.")) or not names_a_file(named, files):
+                missing.append(f"{where(path, line_number)}: {named}")
+    assert not missing, "paths that name no file of the repository:\n" + "\n".join(missing)

@@ -14,8 +14,9 @@ from . import _core
 from .classify import classify, parent_type
 
 if TYPE_CHECKING:
-    from ._core import Entry, truncate
+    from ._core import Cap, Entry, truncate
     from .agent import AgentMemory
+    from .caps import extraction_caps
     from .errors import (
         ArgumentTypeError,
         CorruptStoreError,
@@ -40,6 +41,7 @@ __all__ = [
     "AgentMemory",
     "ArgumentTypeError",
     "Batch",
+    "Cap",
     "CorruptStoreError",
     "Entry",
     "ExtractionConfig",
@@ -51,6 +53,7 @@ __all__ = [
     "StoreVersionError",
     "classify",
     "encode_cwd",
+    "extraction_caps",
     "get_or_create_store",
     "open_store",
     "parent_type",
@@ -69,6 +72,7 @@ _LAZY: dict[str, str] = {
     "AgentMemory": "agent",
     "ArgumentTypeError": "errors",
     "Batch": "store",
+    "Cap": "_core",
     "CorruptStoreError": "errors",
     "Entry": "_core",
     "ExtractionConfig": "extract",
@@ -79,6 +83,7 @@ _LAZY: dict[str, str] = {
     "StoreError": "errors",
     "StoreVersionError": "errors",
     "encode_cwd": "store",
+    "extraction_caps": "caps",
     "get_or_create_store": "store",
     "open_store": "store",
     "project_store_path": "store",

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from . import _core
+from .caps import extraction_caps
 from .errors import QueryError
 from .sanitize import clean_text
 from .store import MemoryStore
@@ -181,7 +182,7 @@ class AgentMemory:
             # A new bullet references the checkpoint; an existing one keeps its
             # references (the extraction batch rule, §3.3).
             items += [(b.key, b.value, b.type, [checkpoint.key]) for b in bullets]
-            return len(self.store.save_many(items, caps=True))
+            return len(self.store.save_many(items, caps=extraction_caps))
 
         return self._guarded("auto_capture", run)
 
@@ -189,7 +190,7 @@ class AgentMemory:
         items = [(fact.key, fact.value, fact.type) for fact in facts]
         if not items and not then:
             return 0
-        return len(self.store.save_many(items, caps=True, then=then or ()))
+        return len(self.store.save_many(items, caps=extraction_caps, then=then or ()))
 
     def _guarded(self, hook: str, run: Callable[[], int]) -> int:
         try:

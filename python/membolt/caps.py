@@ -1,7 +1,8 @@
 """§6.7: the caps the extraction hooks apply after each batch, in the same
 transaction. They are the hooks' policy, not the store's: the store applies
-whatever caps it is handed (``MemoryStore.save_many(items, caps=True)`` hands
-it these), and a plain ``save_many`` or ``save`` never deletes anything.
+whatever caps it is handed (``AgentMemory`` hands it these through
+``MemoryStore.save_many(items, caps=extraction_caps)``), and a plain
+``save_many`` or ``save`` never deletes anything.
 """
 
 from __future__ import annotations

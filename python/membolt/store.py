@@ -1,6 +1,7 @@
 """The public store: where a project's memory lives, and the Python-side
-rules applied before the Rust core writes (type inference, parent types,
-the extraction caps when asked for).
+rules applied before the Rust core writes (type inference, parent types).
+Caps are data handed in by the caller (the agent layer passes the §6.7
+caps of ``membolt.caps``); the store has no cap policy of its own.
 
 Reads (``get``, ``search``, ``keys``, ``render``, ``query`` …) are inherited
 unchanged from the Rust ``Store``; this class only adds what needs a Python
@@ -12,15 +13,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from . import _core
-from ._core import Entry, SaveRequest
-from .caps import extraction_caps
+from ._core import Cap, Entry, SaveRequest
 from .classify import DEFAULT_TYPE, classify, parent_type
 from .errors import ArgumentTypeError
 
@@ -223,7 +223,7 @@ class MemoryStore(_core.Store):
         self,
         items: Iterable[BatchItem],
         *,
-        caps: bool = False,
+        caps: CapsArgument = None,
         then: Iterable[tuple[str, str]] = (),
     ) -> list[Entry]:
         """The batch save of §3.3: one transaction, chained links.
@@ -232,21 +232,22 @@ class MemoryStore(_core.Store):
         type, references)``. A new entry links to the previous key of the batch
         (tool results and the first entry: to their automatic parent) unless
         it has references; an existing entry keeps its creation time and
-        references. With ``caps=True`` the §6.7 caps of the extraction hooks
-        are applied in the same transaction (see ``membolt.caps``); without,
-        nothing is deleted. ``then`` holds ``(key, value)`` pairs saved with
+        references. ``caps`` are applied in the same transaction: a sequence
+        of :class:`Cap`, or a function of the batch's keys that returns one
+        (``membolt.extraction_caps``, the §6.7 caps the extraction hooks
+        apply); with none (``None`` or ``False``) nothing is deleted. The
+        store applies whatever caps it is handed and has no policy of its
+        own. ``then`` holds ``(key, value)`` pairs saved with
         the plain rules of :meth:`save` after the batch, in the same
         transaction (their entries are not returned).
         """
-        if not isinstance(caps, bool):
-            raise ArgumentTypeError(f"caps must be a bool, not {type(caps).__name__}")
         requests = []
         for item in items:
             fields = (*_fields(item, 2, 4, "save_many item"), None, None)
             key, value, explicit, references = fields[:4]
             requests.append(save_request(key, value, explicit, None, references))
         plain = [save_request(*_fields(pair, 2, 2, "then item")) for pair in then]
-        applied = extraction_caps(request.key for request in requests) if caps else []
+        applied = _caps_for([request.key for request in requests], caps)
         return self._save_many(requests, caps=applied, then=plain)
 
     def batch(self) -> Batch:
@@ -363,3 +364,26 @@ def get_or_create_store(cwd: str | os.PathLike[str] | None = None) -> MemoryStor
             store = MemoryStore.for_project(project)
             _stores[key] = store
         return store
+
+
+#: What ``save_many(caps=...)`` takes: nothing, caps, or a function of the
+#: batch's keys that returns them.
+CapsArgument: TypeAlias = bool | Sequence[Cap] | Callable[[Sequence[str]], Sequence[Cap]] | None
+
+
+def _caps_for(keys: Sequence[str], caps: CapsArgument) -> list[Cap]:
+    """The caps a batch that writes ``keys`` applies (see ``save_many``)."""
+    if caps is None or caps is False:
+        return []
+    if caps is True:
+        raise ArgumentTypeError(
+            "caps=True was replaced in 0.3: pass caps=membolt.extraction_caps "
+            "(or a list of membolt.Cap)"
+        )
+    chosen = caps(keys) if callable(caps) else caps
+    if isinstance(chosen, (str, bytes)) or not isinstance(chosen, Sequence):
+        raise ArgumentTypeError(f"caps must be a sequence of Cap, not {type(chosen).__name__}")
+    for cap in chosen:
+        if not isinstance(cap, Cap):
+            raise ArgumentTypeError(f"caps must hold Cap objects, not {type(cap).__name__}")
+    return list(chosen)

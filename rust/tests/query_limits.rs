@@ -42,8 +42,8 @@ fn run(source: &str) -> Result<Value, QueryError> {
 }
 
 /// Wall-clock allowance for `release`, the contract for the release build
-/// the library ships as (about 0.2 s measured for the nested maps, see
-/// `examples/timing.rs`). Tests run in parallel on shared machines, so the
+/// the library ships as (about 0.2 s measured for the nested maps in a
+/// release build). Tests run in parallel on shared machines, so the
 /// release check keeps a 3x margin; debug builds are several times slower.
 fn allowed(release: Duration) -> Duration {
     if cfg!(debug_assertions) {

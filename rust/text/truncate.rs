@@ -11,7 +11,7 @@ pub fn truncate_bytes_boundary(text: &str, limit: usize) -> &str {
         return text;
     }
     // Back off to a character boundary (at most 3 steps; 0 is a boundary).
-    // (`str::floor_char_boundary` needs Rust 1.91; the main crate's MSRV is 1.85.)
+    // (`str::floor_char_boundary` needs Rust 1.91; the crate's MSRV is 1.90.)
     let mut cut = limit;
     while !text.is_char_boundary(cut) {
         cut -= 1;

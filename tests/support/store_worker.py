@@ -49,7 +49,8 @@ def capped(path: str, name: str, count: int) -> None:
     store = open_store(path)
     for i in range(count):
         store.save_many(
-            [(f"tool:shared:{name}-{i}", f"result {i}"), (f"{name}:status{i}", "kept")], caps=True
+            [(f"tool:shared:{name}-{i}", f"result {i}"), (f"{name}:status{i}", "kept")],
+            caps=membolt.extraction_caps,
         )
 
 
