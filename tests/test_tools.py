@@ -501,3 +501,39 @@ def test_busy_store_tells_the_model_to_retry(store_path: Path) -> None:
         holder.kill()
         holder.wait(timeout=30)
     assert "k" not in MemoryStore(store_path).keys()
+
+
+# ---------------------------------------------------------------------------
+# One table of names and defaults, pinned where it is read
+# ---------------------------------------------------------------------------
+
+
+def test_the_name_table_is_the_tools_the_dispatcher_defines() -> None:
+    from membolt import tool_names, tools
+    from membolt.extract import MEMORY_TOOLS
+
+    assert tool_names.TOOL_NAMES == tools.TOOL_NAMES
+    assert tool_names.ALIASES == tools.ALIASES
+    assert set(tool_names.ALIASES.values()) <= set(tools.TOOL_NAMES)
+    # The extraction rules never capture any of them.
+    assert set(tools.TOOL_NAMES) | set(tools.ALIASES) == MEMORY_TOOLS
+    assert MEMORY_TOOLS is tool_names.MEMORY_TOOLS
+
+
+def test_defaults_are_the_cores_wherever_they_are_read() -> None:
+    import inspect
+
+    from membolt import _core, cli, mcp, tools
+
+    assert inspect.signature(_core.Store.render).parameters["max_tokens"].default == (
+        _core.DEFAULT_MAX_TOKENS
+    )
+    assert inspect.signature(_core.Store.query).parameters["limit"].default == (
+        _core.DEFAULT_QUERY_LIMIT
+    )
+    assert tools.QUERY_LIMIT == _core.DEFAULT_QUERY_LIMIT
+    assert mcp.BLOCK_TOKENS == _core.DEFAULT_MAX_TOKENS
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[attr-defined]
+    assert sub["render"].get_default("max_tokens") == _core.DEFAULT_MAX_TOKENS
+    assert sub["query"].get_default("limit") == _core.DEFAULT_QUERY_LIMIT

@@ -13,6 +13,7 @@ MAX_KEY_BYTES: Final[int]
 DEFAULT_TIMEOUT: Final[float]
 STORE_COMPANION_SUFFIXES: Final[tuple[str, ...]]
 DEFAULT_MAX_TOKENS: Final[int]
+DEFAULT_QUERY_LIMIT: Final[int]
 #: The §1.2 JSON field names, in the order of the JSON form.
 ENTRY_FIELDS: Final[tuple[str, str, str, str, str, str, str]]
 

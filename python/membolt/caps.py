@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from ._core import Cap
+from .classify import THINKING_TYPE
 from .keys import tool_key_prefix, tool_of_key
 
 #: At most this many ``tool:<name>:*`` results per tool; the oldest go first.
@@ -20,7 +21,6 @@ THINKING_CAP: Final = 20
 #: At most this many low-signal entries, of these types together.
 LOW_SIGNAL_CAP: Final = 50
 LOW_SIGNAL_TYPES: Final = ("note", "fact")
-THINKING_TYPE: Final = "thinking"
 
 
 def extraction_caps(keys: Iterable[str]) -> list[Cap]:

@@ -12,11 +12,14 @@ from typing import Final
 from .errors import ArgumentTypeError
 from .keys import THINKING_KEY_PREFIX, TOOL_KEY_PREFIX
 
+#: The type of a thought (§6.9), which the thinking cap (§6.7) counts.
+THINKING_TYPE: Final = "thinking"
+
 # (how the key is tested, the words, the type): the first matching row wins.
 # Tests are case-sensitive on the raw key.
 _RULES: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
     ("prefix", (TOOL_KEY_PREFIX,), "tool_result"),
-    ("prefix", (THINKING_KEY_PREFIX,), "thinking"),
+    ("prefix", (THINKING_KEY_PREFIX,), THINKING_TYPE),
     ("equals", ("last_action",), "action"),
     ("equals", ("last_files",), "file"),
     ("contains", ("prompt", "goal", "task"), "prompt"),

@@ -427,7 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("get", cmd_get, "print the value of one entry").add_argument("key")
     command("delete", cmd_delete, "delete one entry").add_argument("key")
     command("list", cmd_list, "print every key, sorted")
-    command("search", cmd_search, "case-insensitive substring search").add_argument("query")
+    command(
+        "search", cmd_search, "substring search, else the ranked word search (the tool's text)"
+    ).add_argument("query")
     command("stats", cmd_stats, "entries per type, file size, oldest and newest entry")
     command("demo", cmd_demo, "a short scripted agent session in a throwaway store")
     export = command("export", cmd_export, "write every entry as JSONL (a backup)")
@@ -437,7 +439,12 @@ def build_parser() -> argparse.ArgumentParser:
     ).add_argument("file")
     query = command("query", cmd_query, "run a memory_query expression, print its JSON")
     query.add_argument("expression")
-    query.add_argument("--limit", type=int, default=50, help="rows shown (default 50, max 500)")
+    query.add_argument(
+        "--limit",
+        type=int,
+        default=_core.DEFAULT_QUERY_LIMIT,
+        help=f"rows shown (default {_core.DEFAULT_QUERY_LIMIT}; the tool's maximum applies)",
+    )
     command("doctor", cmd_doctor, "read-only integrity check of the store file")
     repair_command = command(
         "repair", cmd_repair, "salvage a damaged store into a new one (the old file is kept)"
@@ -450,7 +457,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     render = command("render", cmd_render, "print the <memory> block a model would see")
     render.add_argument("--focus", default="", help="the current user prompt (default: none)")
-    render.add_argument("--max-tokens", type=int, default=500, help="budget (default 500)")
+    render.add_argument(
+        "--max-tokens",
+        type=int,
+        default=_core.DEFAULT_MAX_TOKENS,
+        help=f"budget (default {_core.DEFAULT_MAX_TOKENS})",
+    )
     render.add_argument("--now-ms", type=int, default=None, help="pin the clock (Unix ms)")
     graph = command("graph", cmd_graph, "the causal graph: every entry, or one key's lineage")
     graph.add_argument("key", nargs="?", help="show only this key's ancestors and descendants")

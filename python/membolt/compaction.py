@@ -24,12 +24,11 @@ from .extract import (
     MAX_CANDIDATES_PER_TEXT,
     MAX_FACTS_PER_TEXT,
     UNBOUNDED_VALUE_LIMIT,
-    WS_NOT_NEWLINE_CLASS,
     Fact,
     find_sections,
     keep_first_per_key,
-    trim,
 )
+from .sanitize import WS_NOT_NEWLINE_CLASS, trim
 
 __all__ = [
     "CHECKPOINT_KEY",

@@ -43,6 +43,23 @@ from itertools import islice
 from . import keys
 from ._core import MAX_KEY_BYTES as _CORE_MAX_KEY_BYTES
 from ._core import truncate
+from .classify import THINKING_TYPE
+from .sanitize import (
+    NON_WS_RUN,
+    WHITESPACE,
+    WS_CLASS,
+    WS_NOT_NEWLINE_CLASS,
+    clean_text,
+    cut_bytes,
+    first_line,
+    is_whitespace,
+    split_whitespace,
+    trim,
+)
+from .sanitize import (
+    line_end as end_of_line,
+)
+from .tool_names import MEMORY_TOOLS
 
 __all__ = [
     "DEFAULT_CAPTURE_TOOLS",
@@ -120,7 +137,6 @@ LAST_ACTION_KEY = "last_action"
 LAST_FILES_KEY = "last_files"
 TURN_KEY = "turn:last"
 TOOL_RESULT_TYPE = "tool_result"
-THINKING_TYPE = "thinking"
 MARKER_OPEN = "[MEMORY:"
 MARKER_CLOSE = "]"
 
@@ -184,21 +200,6 @@ DEFAULT_CAPTURE_TOOLS = frozenset(
 #: §6.6: read-only lookups. Not in the default list; captured only when a
 #: caller adds them to ``capture_tools`` explicitly (F6).
 READ_ONLY_TOOLS = frozenset({"read_file", "list_files", "search_local"})
-#: §4 tool names and aliases. Never captured, whatever the configuration says:
-#: capturing them would store memory about memory.
-MEMORY_TOOLS = frozenset(
-    {
-        "memory_save",
-        "memory_search",
-        "memory_delete",
-        "memory_list",
-        "memory_query",
-        "remember",
-        "memorize",
-        "recall",
-        "forget",
-    }
-)
 
 # --------------------------------------------------------------------------
 # Records.
@@ -251,50 +252,6 @@ DEFAULT_CONFIG = ExtractionConfig()
 # Text primitives.
 # --------------------------------------------------------------------------
 
-#: The 25 Unicode White_Space characters (what Rust's ``char::is_whitespace`` tests).
-WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680"
-    + "".join(chr(c) for c in range(0x2000, 0x200B))
-    + "\u2028\u2029\u202f\u205f\u3000"
-)
-_WHITESPACE_SET = frozenset(WHITESPACE)
-# Regex character-class bodies built from WHITESPACE (one source of truth).
-_WS_CLASS = "".join(f"\\u{ord(c):04x}" for c in WHITESPACE)
-#: Regex character-class body for whitespace other than ``\\n`` (within a line).
-WS_NOT_NEWLINE_CLASS = "".join(f"\\u{ord(c):04x}" for c in WHITESPACE if c != "\n")
-_NON_WS_RUN = re.compile(f"[^{_WS_CLASS}]+")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def is_whitespace(char: str) -> bool:
-    """Whether ``char`` is a Unicode White_Space character."""
-    return char in _WHITESPACE_SET
-
-
-def trim(text: str) -> str:
-    """Strip Unicode whitespace from both ends (U+001C-U+001F are kept)."""
-    return text.strip(WHITESPACE)
-
-
-def split_whitespace(text: str) -> list[str]:
-    """Split on runs of Unicode whitespace, dropping empty parts (like
-    ``str.split()`` but without splitting on U+001C-U+001F)."""
-    return _NON_WS_RUN.findall(text)
-
-
-def cut_bytes(text: str, limit: int) -> str:
-    """The longest prefix of ``text`` of at most ``limit`` UTF-8 bytes that ends
-    at a character boundary (no ``...`` appended)."""
-    limit = max(limit, 0)
-    # Only the first `limit` characters can fit, so never encode more than that;
-    # "ignore" drops the partial character a byte cut may leave at the end.
-    return _valid_text(text[:limit]).encode()[:limit].decode("utf-8", "ignore")
-
-
-def first_line(text: str) -> str:
-    """Everything before the first ``\\n``."""
-    return text[: _line_end(text, 0)]
-
 
 def keep_first_per_key(facts: Iterable[Fact]) -> list[Fact]:
     """Drop every fact whose key was already produced: the first producer of a
@@ -305,26 +262,9 @@ def keep_first_per_key(facts: Iterable[Fact]) -> list[Fact]:
     return list(kept.values())
 
 
-def _valid_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD; anything else is kept."""
-    if text.isascii():  # O(1) in CPython
-        return text
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
-
-
 def _fits(text: str, limit: int) -> bool:
     """``len(text.encode()) <= limit``, without encoding texts that cannot fit."""
     return len(text) <= limit and len(text.encode()) <= limit
-
-
-def _line_end(text: str, pos: int) -> int:
-    """Index of the ``\\n`` ending the line that holds ``pos`` (or ``len(text)``)."""
-    end = text.find("\n", pos)
-    return len(text) if end == -1 else end
 
 
 def _with_leading_newline(text: str) -> str:
@@ -355,7 +295,7 @@ def _is_word_char(char: str) -> bool:
 
 # After a verb: whitespace (§6.3, §6.4). Not "Fixed:" nor "**Fixed**": the
 # contract is a verb followed by whitespace and text, nothing in between.
-_AFTER_VERB = re.compile(f"(?=[{_WS_CLASS}])")
+_AFTER_VERB = re.compile(f"(?=[{WS_CLASS}])")
 
 
 class _VerbFinder:
@@ -428,7 +368,7 @@ def extract_markers(text: str) -> list[Fact]:
     :data:`UNBOUNDED_VALUE_LIMIT` bytes (the spec gives no bound). Repeated keys:
     the first wins.
     """
-    return _markers(_valid_text(text))
+    return _markers(clean_text(text))
 
 
 def _markers(text: str) -> list[Fact]:
@@ -440,7 +380,7 @@ def _markers(text: str) -> list[Fact]:
         start = text.find(MARKER_OPEN, pos)
         if start == -1:
             break
-        line_end = _line_end(text, start)
+        line_end = end_of_line(text, start)
         pos = line_end + 1  # one marker per line
         close = text.find(MARKER_CLOSE, start + len(MARKER_OPEN), line_end)
         if close == -1:
@@ -468,7 +408,7 @@ def extract_key_lines(text: str) -> list[Fact]:
     """``NAME: value`` lines (§6.2): key = lower(NAME), value = trimmed rest of
     the line; skipped when the value is empty or over 500 bytes. Repeated keys:
     the first wins."""
-    return _key_lines(_valid_text(text))
+    return _key_lines(clean_text(text))
 
 
 def _key_lines(text: str) -> list[Fact]:
@@ -476,7 +416,7 @@ def _key_lines(text: str) -> list[Fact]:
     found: dict[str, Fact] = {}
     for match in islice(_KEY_LINE.finditer(lines), MAX_CANDIDATES_PER_TEXT):
         key = match.group(1).lower()
-        value = trim(lines[match.end() : _line_end(lines, match.end())])
+        value = trim(lines[match.end() : end_of_line(lines, match.end())])
         if value and _fits(value, KEY_LINE_VALUE_LIMIT) and key not in found:
             found[key] = Fact(key, value)
             if len(found) >= MAX_FACTS_PER_TEXT:
@@ -494,7 +434,7 @@ def extract_action(response: str) -> list[Fact]:
     whitespace and text (§6.3); the value is the rest of that line, trimmed, with
     trailing ``.!;:`*_`` removed. When it is outside 5-200 bytes, the next line
     is tried (not a later verb on the same line)."""
-    return _action(_valid_text(response))
+    return _action(clean_text(response))
 
 
 def _action_value(rest_of_line: str) -> str | None:
@@ -508,7 +448,7 @@ def _action(text: str) -> list[Fact]:
     verbs = _VerbFinder(text, ACTION_VERBS, _Budget())
     pos = 0
     while (verb_end := verbs.find(pos)) is not None:
-        line_end = _line_end(text, verb_end)
+        line_end = end_of_line(text, verb_end)
         value = _action_value(text[verb_end:line_end])
         if value is not None:
             return [Fact(LAST_ACTION_KEY, value)]
@@ -531,7 +471,7 @@ def extract_files(response: str) -> list[Fact]:
     run. The value is cut to :data:`UNBOUNDED_VALUE_LIMIT` bytes (the spec gives
     no bound).
     """
-    return _files(_valid_text(response))
+    return _files(clean_text(response))
 
 
 def _unwrap(token: str) -> str:
@@ -575,7 +515,7 @@ def _path_run(text: str, start: int, end: int, budget: _Budget) -> Iterator[tupl
     """The paths directly following a verb that ends at ``start``, on a line
     that ends at ``end``, each with the index just after its token."""
     taken_path = False
-    for position, match in enumerate(_NON_WS_RUN.finditer(text, start, end)):
+    for position, match in enumerate(NON_WS_RUN.finditer(text, start, end)):
         token = match.group()
         if not budget.spend():
             return
@@ -600,7 +540,7 @@ def _files(text: str) -> list[Fact]:
     # Once the joined value is past its limit, more paths would be cut off anyway.
     while joined_bytes <= UNBOUNDED_VALUE_LIMIT and (verb_end := verbs.find(pos)) is not None:
         if verb_end > line_end:
-            line_end = _line_end(text, verb_end)
+            line_end = end_of_line(text, verb_end)
         pos = verb_end  # the next verb search starts after the paths taken here
         for path, token_end in _path_run(text, verb_end, line_end, budget):
             pos = token_end
@@ -639,7 +579,7 @@ def find_sections(text: str, names: Iterable[str]) -> dict[str, str]:
     it), or to the end of the text. A present header with an empty body maps to
     ``""``.
     """
-    return _sections(_valid_text(text), tuple(names))
+    return _sections(clean_text(text), tuple(names))
 
 
 def _sections(text: str, names: tuple[str, ...]) -> dict[str, str]:
@@ -663,7 +603,7 @@ def _sections(text: str, names: tuple[str, ...]) -> dict[str, str]:
 def extract_sections(response: str) -> list[Fact]:
     """§6.5: one fact per known ``## `` section whose body has at least 10 bytes,
     in :data:`SECTION_KEYS` order; the value is the body cut to 500 bytes."""
-    return _section_facts(_valid_text(response))
+    return _section_facts(clean_text(response))
 
 
 def _section_facts(text: str) -> list[Fact]:
@@ -713,7 +653,7 @@ def extract_turn(
     response), the action sentence, file references, sections (the last three
     scan the response only). The returned order is the batch order.
     """
-    user_input, response = _valid_text(user_input), _valid_text(response)
+    user_input, response = clean_text(user_input), clean_text(response)
     facts = _explicit_facts((user_input, response), config)
     facts += _narrative_facts(response, config)
     if config.sections:
@@ -743,7 +683,7 @@ def tool_result_key(tool_name: str, result: str) -> str:
     """The §6.6 key of ``result`` (``tool:<tool name>:<slug>``, see ``keys``).
     Not bounded: a huge tool name gives a huge key, which
     :func:`extract_tool_result` refuses to produce."""
-    return keys.tool_result_key(_valid_text(tool_name), slug(result))
+    return keys.tool_result_key(clean_text(tool_name), slug(result))
 
 
 def extract_tool_result(
@@ -759,7 +699,7 @@ def extract_tool_result(
     """
     if result == "" or not config.captures(tool_name):
         return []
-    text = _valid_text(result)
+    text = clean_text(result)
     facts: list[Fact] = []
     if config.tool_results:
         key = tool_result_key(tool_name, text)
@@ -773,7 +713,7 @@ def extract_tool_result(
 def thinking_fact(text: str, now_ms: int) -> Fact | None:
     """``thinking:<now_ms>:<slug>`` (§6.9; slug ``round`` when empty), value cut to
     300 bytes, type ``thinking``; None for empty or whitespace-only text."""
-    text = _valid_text(text)
+    text = clean_text(text)
     if not trim(text):
         return None
     key = keys.thinking_key(now_ms, slug(text, empty="round"))
@@ -816,7 +756,7 @@ def turn_record(user_input: str, response: str, now_ms: int) -> Fact:
     characters> | response: <first 200 characters>``. The excerpts are cut by
     code points and kept as they are (line breaks included; rendering flattens
     them). Type left to the store (it infers ``note``)."""
-    user_excerpt = _valid_text(user_input[:TURN_EXCERPT_CHARS])
-    response_excerpt = _valid_text(response[:TURN_EXCERPT_CHARS])
+    user_excerpt = clean_text(user_input[:TURN_EXCERPT_CHARS])
+    response_excerpt = clean_text(response[:TURN_EXCERPT_CHARS])
     value = f"turn at {iso_utc(now_ms)} | input: {user_excerpt} | response: {response_excerpt}"
     return Fact(TURN_KEY, value)

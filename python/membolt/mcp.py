@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, BinaryIO, Final, cast
 
-from . import __version__, tools
+from . import __version__, _core, tools
 from .agent import AgentMemory
 from .errors import MemboltError
 from .store import DEFAULT_TIMEOUT, open_store
@@ -77,7 +77,7 @@ INSTALL_HINT: Final = "pip install 'membolt[mcp]'"
 
 BLOCK_URI: Final = "memory://block"
 SYSTEM_PROMPT_URI: Final = "memory://system-prompt"
-BLOCK_TOKENS: Final = 500
+BLOCK_TOKENS: Final = _core.DEFAULT_MAX_TOKENS
 TEXT_MIME: Final = "text/plain"
 
 # JSON-RPC 2.0 error codes (the same in every SDK).

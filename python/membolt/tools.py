@@ -24,6 +24,7 @@ from . import _core
 from .errors import MemboltError, StoreBusyError
 from .sanitize import clean_text
 from .store import MemoryStore
+from .tool_names import ALIASES
 
 SchemaFormat = Literal["openai", "responses", "anthropic", "mcp"]
 SCHEMA_FORMATS: Final[tuple[SchemaFormat, ...]] = ("openai", "responses", "anthropic", "mcp")
@@ -31,7 +32,7 @@ SCHEMA_FORMATS: Final[tuple[SchemaFormat, ...]] = ("openai", "responses", "anthr
 STRICT_FORMATS: Final[tuple[SchemaFormat, ...]] = ("openai", "responses")
 
 SEARCH_LIMIT: Final = 20
-QUERY_LIMIT: Final = 50  # rows of a memory_query result by default
+QUERY_LIMIT: Final = _core.DEFAULT_QUERY_LIMIT  # rows of a memory_query result by default
 QUERY_MAX_LIMIT: Final = 500
 LIST_LIMIT: Final = 500
 VALUE_LIMIT: Final = 500  # bytes of a value shown by memory_search
@@ -124,7 +125,8 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         "memory_search",
         "Search persistent memory: case-insensitive substring match against keys and "
         "values. Key matches come first, then the newest. When nothing holds the whole "
-        "query, entries matching most of its words are listed. Use it before starting work.",
+        "query, the entries sharing its words are listed, best match first. Use it before "
+        "starting work.",
         _object(
             {"query": {"type": "string", "description": "Text to look for."}},
             ["query"],
@@ -156,7 +158,8 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
                 "query": {"type": "string", "description": "The expression to evaluate."},
                 "limit": {
                     "type": "integer",
-                    "description": "Maximum rows returned (default 50, at most 500).",
+                    "description": f"Maximum rows returned (default {QUERY_LIMIT}, "
+                    f"at most {QUERY_MAX_LIMIT}).",
                 },
             },
             ["query"],
@@ -165,14 +168,9 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
     ),
 )
 
+#: The names of :data:`TOOLS`, in order; ``tool_names.TOOL_NAMES`` is the
+#: table the rest of the package reads, and a test holds the two equal.
 TOOL_NAMES: Final = tuple(tool.name for tool in TOOLS)
-
-ALIASES: Final[dict[str, str]] = {
-    "remember": "memory_save",
-    "memorize": "memory_save",
-    "recall": "memory_search",
-    "forget": "memory_delete",
-}
 
 
 def tool_schemas(

@@ -171,6 +171,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("DEFAULT_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)?;
     m.add(
+        "DEFAULT_QUERY_LIMIT",
+        crate::views::query::DEFAULT_QUERY_LIMIT,
+    )?;
+    m.add(
         "DEFAULT_MAX_TOKENS",
         crate::views::render::DEFAULT_MAX_TOKENS,
     )?;

@@ -22,7 +22,7 @@ use crate::entry::Entry;
 use crate::error::StoreError;
 use crate::store::postgres::is_database_url;
 use crate::store::{BatchOp, BatchOutcome, SaveRequest, Store};
-use crate::views::query::{QueryInput, evaluate};
+use crate::views::query::{DEFAULT_QUERY_LIMIT, QueryInput, evaluate};
 use crate::views::render::DEFAULT_MAX_TOKENS;
 use crate::views::{graph, prompt, ranked_search, render, search};
 
@@ -279,7 +279,9 @@ impl PyStore {
         keys_to_list(py, &keys)
     }
 
-    /// The `<memory>` block (§5); `now_ms` pins the clock.
+    /// The `<memory>` block (§5); `now_ms` pins the clock. (The text
+    /// signature spells the default budget out for `inspect`; a test holds
+    /// it equal to `DEFAULT_MAX_TOKENS`.)
     #[pyo3(
         signature = (focus = None, max_tokens = None, now_ms = None),
         text_signature = "($self, focus='', max_tokens=500, now_ms=None)"
@@ -448,7 +450,12 @@ impl PyStore {
     /// Runs a `memory_query` expression (§9) over this store and the given
     /// `tool_calls` and `tasks` rows; returns the §9.3 result with at most
     /// `limit` rows.
-    #[pyo3(signature = (source, *, tool_calls = None, tasks = None, limit = 50, memory_cap = None))]
+    /// (The text signature spells the default out for `inspect`; a test
+    /// holds it equal to `DEFAULT_QUERY_LIMIT`.)
+    #[pyo3(
+        signature = (source, *, tool_calls = None, tasks = None, limit = DEFAULT_QUERY_LIMIT, memory_cap = None),
+        text_signature = "($self, source, *, tool_calls=None, tasks=None, limit=50, memory_cap=None)"
+    )]
     fn query(
         &self,
         py: Python<'_>,

@@ -7,6 +7,10 @@ use crate::error::StoreError;
 use crate::query::{self, ErrorKind, QueryError, Relations, Value};
 use crate::store::Store;
 
+/// §9.3: rows of a result when the caller names no limit (the tool's
+/// default too, which Python reads from here).
+pub const DEFAULT_QUERY_LIMIT: usize = 50;
+
 /// Stack for the evaluator's thread: its deepest accepted queries need a few
 /// hundred KiB, more than the calling thread (a Python thread, say) may
 /// have been given.
