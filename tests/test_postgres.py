@@ -68,7 +68,19 @@ def test_a_url_needs_a_project_and_a_file_takes_none(postgres_url: str, tmp_path
         with pytest.raises(ValueError, match="project"):
             MemoryStore(postgres_url, project=bad)
     with pytest.raises(ValueError, match="postgresql://"):
-        MemoryStore.for_project(url="memory.redb")
+        MemoryStore.for_project(db="memory.redb")
+
+
+def test_for_project_takes_db_and_url_only_as_its_old_name(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """One name for the database argument, as in open_store(db=) and --db."""
+    with pytest.warns(DeprecationWarning, match="for_project\\(db=...\\)"):
+        old = MemoryStore.for_project(tmp_path, url=postgres_url)
+    new = MemoryStore.for_project(tmp_path, db=postgres_url)
+    assert old.location == new.location == membolt.open_store(postgres_url, tmp_path).location
+    with pytest.raises(ValueError, match="give db only"):
+        MemoryStore.for_project(tmp_path, db=postgres_url, url=postgres_url)
 
 
 def test_for_project_and_open_store_read_the_environment(
@@ -76,7 +88,7 @@ def test_for_project_and_open_store_read_the_environment(
 ) -> None:
     here = tmp_path / "checkout"
     # An explicit url; the project defaults to the checkout's encoded path.
-    store = MemoryStore.for_project(here, url=postgres_url)
+    store = MemoryStore.for_project(here, db=postgres_url)
     assert store.location.endswith(f"(project {membolt.encode_cwd(str(here))})")
     monkeypatch.setenv("MEMBOLT_DATABASE_URL", postgres_url)
     assert MemoryStore.for_project(here).path is None

@@ -189,19 +189,38 @@ class MemoryStore(_core.Store):
         cwd: str | os.PathLike[str] | None = None,
         base_dir: str | os.PathLike[str] | None = None,
         *,
-        url: str | None = None,
+        db: str | None = None,
         project: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        url: str | None = None,
     ) -> MemoryStore:
         """The store of the project at ``cwd``: on the PostgreSQL server
-        ``url`` or ``$MEMBOLT_DATABASE_URL`` when either is set, as
+        ``db`` or ``$MEMBOLT_DATABASE_URL`` when either is set, as
         ``project`` (default ``$MEMBOLT_PROJECT``, else ``encode_cwd(cwd)``,
-        §12); otherwise its file under ``base_dir`` (§1.1)."""
-        if url is not None and not is_database_url(url):
-            raise ValueError("url must be a postgresql:// (or postgres://) address")
-        if url is not None and base_dir is not None:
-            raise ValueError("url and base_dir choose two different stores; give one")
-        return _open(cls, url, cwd, project, timeout=timeout, base_dir=base_dir)
+        §12); otherwise its file under ``base_dir`` (§1.1).
+
+        ``db`` is named as in :func:`open_store` and the command line's
+        ``--db``; ``url`` is its name before 0.3, still accepted with a
+        ``DeprecationWarning``."""
+        if url is not None:
+            import warnings
+
+            if db is not None:
+                raise ValueError("db and url name the same server; give db only")
+            warnings.warn(
+                "MemoryStore.for_project(url=...) is now for_project(db=...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            db = url
+        if db is not None and not is_database_url(db):
+            raise ValueError(
+                "db must be a postgresql:// (or postgres://) address; "
+                "open a store file with MemoryStore(path)"
+            )
+        if db is not None and base_dir is not None:
+            raise ValueError("db and base_dir choose two different stores; give one")
+        return _open(cls, db, cwd, project, timeout=timeout, base_dir=base_dir)
 
     def save(
         self,

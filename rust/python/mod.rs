@@ -19,8 +19,10 @@ use pyo3::types::{PyDict, PyTuple};
 use args::{DEFAULT_TIMEOUT_SECONDS, busy_timeout, count_arg, text_arg};
 use errors::to_py_err;
 
-/// §6.8: cut `text` to at most `limit` UTF-8 bytes at a character boundary
-/// and mark the cut with `...`.
+/// §6.8: a `text` longer than `limit` UTF-8 bytes is cut at the last
+/// character boundary at or before `limit` and marked with `...` (so the
+/// result holds at most `limit + 3` bytes); a shorter one is returned as
+/// it is.
 #[pyfunction]
 fn truncate(text: &Bound<'_, PyAny>, limit: &Bound<'_, PyAny>) -> PyResult<String> {
     let limit = count_arg(limit, "limit")?;
