@@ -2,11 +2,11 @@
 //!
 //! ```text
 //! MEMBOLT_TIMING_STORE=/tmp/membolt-bench-cache/workload-100000.redb \
-//!     cargo test --release --test cold_start -- --ignored --nocapture
+//!     cargo bench --bench cold_start_phases
 //! ```
 //!
-//! A timing report, not a test: it is ignored unless asked for, and asserts
-//! nothing about times. The first phases (the `Store` API end to end) run in
+//! A timing report: it prints and asserts nothing (`benches/bench_cold_start.py`
+//! builds the store it reads). The first phases (the `Store` API end to end) run in
 //! a process that has done nothing yet; later phases find a warm allocator.
 //! `benches/bench_cold_start.py` measures what a fresh Python process pays.
 //!
@@ -71,9 +71,7 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-#[test]
-#[ignore = "timing report, not a test"]
-fn cold_start_phases() {
+fn main() {
     let Some(path) = env("MEMBOLT_TIMING_STORE").map(PathBuf::from) else {
         println!("set MEMBOLT_TIMING_STORE to a store file");
         return;
