@@ -194,6 +194,41 @@ impl Mirror {
         self.clock = clock;
     }
 
+    /// Catch-up, the one way for every medium: applies what other writers
+    /// changed since the mirror's position, each key with its entry now
+    /// (`None`: deleted), and takes the larger of the two clocks. The medium
+    /// reads and checks the whole delta first, so a damaged record leaves
+    /// the mirror as it was.
+    pub fn apply_delta<K: AsRef<str>>(
+        &mut self,
+        changes: impl IntoIterator<Item = (K, Option<Arc<Entry>>)>,
+        clock: i64,
+    ) {
+        for (key, entry) in changes {
+            match entry {
+                Some(entry) => {
+                    self.insert(entry);
+                }
+                None => {
+                    self.remove(key.as_ref());
+                }
+            }
+        }
+        self.clock = self.clock.max(clock);
+    }
+
+    /// Catch-up when the position cannot be trusted (no mirror yet, another
+    /// store, changes older than the medium remembers): `mirror` becomes
+    /// exactly `entries`.
+    pub fn replace(
+        mirror: &mut Option<Mirror>,
+        entries: Vec<Arc<Entry>>,
+        store_id: Vec<u8>,
+        clock: i64,
+    ) {
+        *mirror = Some(Mirror::from_entries(entries, store_id, clock));
+    }
+
     /// A mirror of `entries` (distinct keys; a full scan of a store gives
     /// them sorted by key). Indexes are built when first used.
     pub fn from_entries(entries: Vec<Arc<Entry>>, store_id: Vec<u8>, clock: i64) -> Mirror {
@@ -242,6 +277,37 @@ mod tests {
         assert_eq!(mirror.children("p").count(), 0);
         assert_eq!(mirror.len(), 2);
         assert_eq!(mirror.clock, 4);
+    }
+
+    #[test]
+    fn a_delta_inserts_replaces_removes_and_never_moves_the_clock_back() {
+        let mut mirror = Mirror::from_entries(
+            vec![entry("a", "note", 1, &[]), entry("b", "note", 2, &[])],
+            vec![7],
+            10,
+        );
+        mirror.core_indexes();
+        let delta = vec![
+            ("a", Some(entry("a", "status", 5, &[]))),
+            ("b", None),
+            ("c", Some(entry("c", "note", 6, &["a"]))),
+            ("gone", None),
+        ];
+        mirror.apply_delta(delta, 3);
+        let keys: Vec<_> = mirror.iter().map(|e| e.key.to_string()).collect();
+        assert_eq!(keys, ["a", "c"]);
+        assert_eq!(mirror.get("a").unwrap().kind.as_ref(), "status");
+        assert_eq!(mirror.children("a").count(), 1);
+        // The store's clock (10) stays: a delta's older clock never lowers it.
+        assert_eq!(mirror.clock, 10);
+        mirror.apply_delta(Vec::<(&str, _)>::new(), 42);
+        assert_eq!(mirror.clock, 42);
+
+        let mut replaced = Some(mirror);
+        Mirror::replace(&mut replaced, vec![entry("z", "note", 1, &[])], vec![8], 0);
+        let replaced = replaced.unwrap();
+        assert_eq!(replaced.len(), 1);
+        assert_eq!(replaced.store_id, [8]);
     }
 
     #[test]

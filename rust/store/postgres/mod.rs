@@ -340,17 +340,10 @@ impl PostgresMedium {
                 return Ok(());
             };
             if project.store_id == current.store_id && project.purged_seq <= seen {
-                for (key, entry) in changed {
-                    match entry {
-                        Some(entry) => {
-                            current.insert(Arc::new(entry));
-                        }
-                        None => {
-                            current.remove(&key);
-                        }
-                    }
-                }
-                current.clock = current.clock.max(project.clock);
+                let delta = changed
+                    .into_iter()
+                    .map(|(key, entry)| (key, entry.map(Arc::new)));
+                current.apply_delta(delta, project.clock);
                 self.seen = Some(project.seq);
                 return Ok(());
             }
@@ -367,11 +360,7 @@ impl PostgresMedium {
         // Sorted already, unless the server chose another plan: then this
         // sort is what keeps the build cheap.
         entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-        *mirror = Some(Mirror::from_entries(
-            entries,
-            project.store_id,
-            project.clock,
-        ));
+        Mirror::replace(mirror, entries, project.store_id, project.clock);
         self.seen = Some(project.seq);
         Ok(())
     }

@@ -318,22 +318,24 @@ impl RedbMedium {
             }
             _ => None,
         };
-        if let (Some(keys), Some(mirror)) = (changed, mirror.as_mut()) {
+        if let (Some(keys), Some(current)) = (changed, mirror.as_mut()) {
+            let mut delta = Vec::with_capacity(keys.len());
             for key in keys {
-                match entries.get(key.as_str()).at(path)? {
-                    Some(bytes) => {
-                        let entry = decode_entry(&key, bytes.value(), meta.accept(), path)?;
-                        mirror.insert(std::sync::Arc::new(entry));
-                    }
-                    None => {
-                        mirror.remove(&key);
-                    }
-                }
+                let entry = match entries.get(key.as_str()).at(path)? {
+                    Some(bytes) => Some(std::sync::Arc::new(decode_entry(
+                        &key,
+                        bytes.value(),
+                        meta.accept(),
+                        path,
+                    )?)),
+                    None => None,
+                };
+                delta.push((key, entry));
             }
-            mirror.clock = mirror.clock.max(meta.clock);
+            current.apply_delta(delta, meta.clock);
         } else {
             let all = load_all(&entries, meta.accept(), path)?;
-            *mirror = Some(Mirror::from_entries(all, meta.store_id.clone(), meta.clock));
+            Mirror::replace(mirror, all, meta.store_id.clone(), meta.clock);
         }
         self.seen = now;
         Ok(meta)
