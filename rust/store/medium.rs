@@ -22,8 +22,8 @@
 use std::time::{Duration, Instant};
 
 use crate::error::{Location, Result};
+use crate::store::change_set::ChangeSet;
 use crate::store::mirror::Mirror;
-use crate::store::rules::ChangeSet;
 
 /// One public call's time limits: a medium waiting for a lock gives up at
 /// `deadline` with `StoreError::Busy`.

@@ -23,9 +23,7 @@ use std::sync::{Arc, OnceLock};
 use crate::entry::Entry;
 use crate::store::core_indexes::CoreIndexes;
 
-/// One key a change touched and its entry afterwards (`None`: deleted); an
-/// undo log holds the entry before the change instead.
-pub type Change = (Arc<str>, Option<Arc<Entry>>);
+use crate::store::change_set::Change;
 
 /// Indexes a layer above the store derives from the entries. The mirror
 /// calls them after every change, with the core indexes when those are

@@ -9,6 +9,7 @@
 //!   rules.rs               the write rules: a Txn turns requests into a
 //!                          ChangeSet (stamps, auto parents, batch links,
 //!                          caps passed in as data, request.rs)
+//!   change_set.rs          what crosses the seam: a transaction's changes
 //!   ------------------------ the seam: medium.rs (trait Medium) ----------
 //!   redb/                  a redb file + journal + lease + change ring
 //!   postgres/              a project's rows on a PostgreSQL server (§12)
@@ -24,6 +25,7 @@
 //! views above it (`crate::views`), reading the mirror through
 //! [`Store::read`].
 
+pub mod change_set;
 pub mod core_indexes;
 pub(crate) mod idle_reaper;
 pub mod medium;
@@ -43,11 +45,12 @@ use crate::error::{Location, Result, StoreError};
 use crate::fork_gate;
 use crate::quiet_panic::catch;
 
+pub use change_set::ChangeSet;
 use idle_reaper::IdleHolder;
 use medium::{Call, Medium};
 use mirror::Mirror;
 pub use request::{BatchOp, BatchOutcome, Cap, CapGroup, MAX_KEY_BYTES, SaveRequest, validate_key};
-pub use rules::{ChangeSet, now_ms};
+pub use rules::now_ms;
 use rules::{Linking, Txn};
 
 /// §1.4: how long a call waits for another process by default.

@@ -13,7 +13,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::entry::Entry;
 use crate::error::{Result, StoreError};
-use crate::store::mirror::{Change, Mirror};
+use crate::store::change_set::{Change, ChangeSet};
+use crate::store::mirror::Mirror;
 use crate::store::request::{Cap, CapGroup, SaveRequest};
 
 /// The type of tool results, which fan out from their type parent instead
@@ -37,16 +38,6 @@ pub(crate) enum Linking {
     /// previous key of the batch, when the chain rule applies) or its auto
     /// parent; an existing key keeps its references whatever is given.
     Extraction { previous: Option<Arc<str>> },
-}
-
-/// The changes one transaction made, in order, for the medium to write.
-pub struct ChangeSet {
-    pub changes: Vec<Change>,
-    /// The store's clock after the transaction (§1.3).
-    pub clock: i64,
-    /// Whether an entry was deleted (the newest stamp may be gone with it,
-    /// so a medium that derives its clock from the entries must store it).
-    pub deleted: bool,
 }
 
 /// One transaction's view of the mirror.

@@ -15,7 +15,7 @@ use postgres::Row;
 use super::text::{from_column, to_column};
 use crate::entry::{Entry, Interner};
 use crate::error::{Location, Result, StoreError};
-use crate::store::mirror::Change;
+use crate::store::change_set::Change;
 
 const LIVE: u8 = 0xFF;
 const TOMBSTONE: u8 = 0xFE;

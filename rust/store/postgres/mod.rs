@@ -67,9 +67,9 @@ pub use schema::SCHEMA_VERSION;
 use crate::entry::{Entry, Interner};
 use crate::error::{Location, Result, StoreError};
 use crate::random::random_u64;
+use crate::store::change_set::ChangeSet;
 use crate::store::medium::{Call, Medium};
 use crate::store::mirror::Mirror;
-use crate::store::rules::ChangeSet;
 
 use columns::Columns;
 use errors::{Failure, connect_timeout, wait_ms};

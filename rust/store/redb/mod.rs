@@ -59,9 +59,9 @@ use redb::{Database, Durability, ReadOnlyDatabase, ReadableDatabase};
 
 use crate::error::{AtStore, Location, Result, StoreError};
 use crate::quiet_panic::catch;
+use crate::store::change_set::ChangeSet;
 use crate::store::medium::{Call, Medium};
 use crate::store::mirror::Mirror;
-use crate::store::rules::ChangeSet;
 
 use change_ring::{ChangeRing, Position};
 use format::{
