@@ -98,3 +98,18 @@ def test_cwd_that_exists_still_works(tmp_path: Path) -> None:
     assert run("list", "--cwd", str(project), home=home).stdout == "k\n"
     store = membolt.MemoryStore.for_project(project, base_dir=home)
     assert store.keys() == ["k"]
+
+
+def test_one_version_in_every_declaration() -> None:
+    """The package, the crate and ``membolt.__version__`` name one release."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+
+    def declared(file: str) -> str:
+        # The first `version = "..."` line: the [project] / [package] table's.
+        match = re.search(r'^version = "([^"]+)"', (root / file).read_text(), re.MULTILINE)
+        assert match, file
+        return match[1]
+
+    assert declared("pyproject.toml") == declared("Cargo.toml") == membolt.__version__

@@ -62,7 +62,7 @@ __all__ = [
     "truncate",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 # The public names, each imported from its module on first use: a process
 # that needs only part of membolt (a Claude Code hook runs in a new process
