@@ -366,7 +366,7 @@ def test_too_old_sdk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     import membolt.mcp
 
-    monkeypatch.setattr(membolt.mcp, "_sdk_version", lambda: (1, 23))
+    monkeypatch.setattr(membolt.mcp.sdk, "_sdk_version", lambda: (1, 23))
     with pytest.raises(membolt.mcp.MCPUnavailableError) as raised:
         membolt.mcp.run_mcp_server(tmp_path / "m.redb")
     assert str(raised.value) == (
