@@ -376,6 +376,19 @@ class MemboltStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
 
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """``BaseStore.get``, without a batch when there is no TTL to refresh
+        (the call on every agent step: see benches/bench_adapters.py)."""
+        if refresh_ttl is None:  # LangGraph's default, as BaseStore.get takes it
+            refresh_ttl = self.ttl_config.get("refresh_on_read", True) if self.ttl_config else True
+        op = GetOp(namespace, str(key), refresh_ttl)
+        validate_op_namespace(op)
+        if self.ttl_config is not None:
+            return self.batch([op])[0]  # type: ignore[return-value]
+        return self._get(op, 0, set())
+
     # ----- reads -------------------------------------------------------------------
 
     def _item(self, entry: Entry, cls: Callable[..., Item] = Item, **score: Any) -> Any:
@@ -399,38 +412,54 @@ class MemboltStore(BaseStore):
         refresh = refresh_ttl and config.get("refresh_on_read", False)
         return config.get("omit_expired", False), refresh
 
-    def _expiry(self, path: str) -> int | None:
+    def _expiry(self, path: str) -> tuple[int, float] | None:
+        """(when the item at ``path`` expires, in ms; its TTL in minutes), if it has one."""
         entry = self.store.get(self._ttl_path(path))
         if entry is None:
             return None
         try:
-            return int(json.loads(entry.value)["expires_at"])
+            fields = json.loads(entry.value)
+            return int(fields["expires_at"]), float(fields["ttl"])
         except (ValueError, KeyError, TypeError):
             return None
 
     def _live(self, paths: list[str], refresh_ttl: bool, now: int, refresh: set[str]) -> list[str]:
         """``paths`` less the expired ones when the config omits them; the
-        others with an expiry are noted in ``refresh`` when reads refresh."""
+        others with an expiry are noted in ``refresh`` when reads refresh.
+
+        A refresh is a write that holds the store, so it is skipped when it
+        would move the expiry by less than 1% of the TTL: an item read many
+        times a second costs one write per 1% of its TTL, not one a read."""
         omit, renew = self._expiry_checks(refresh_ttl)
         if not omit and not renew:
             return paths
         live = []
         for path in paths:
-            expires = self._expiry(path)
-            if expires is not None and omit and expires <= now:
-                continue
-            if expires is not None and renew:
-                refresh.add(path)
+            expiry = self._expiry(path)
+            if expiry is not None:
+                expires, minutes = expiry
+                if omit and expires <= now:
+                    continue
+                if renew and now + minutes * 60_000 - expires > minutes * 600:
+                    refresh.add(path)
             live.append(path)
         return live
 
     def _get(self, op: GetOp, now: int, refresh: set[str]) -> Item | None:
-        path = self._path(op.namespace, str(op.key))
+        key = str(op.key)
+        path = self._path(op.namespace, key)
         entry = self.store.get(path)
-        if entry is None or not self._live([path], op.refresh_ttl, now, refresh):
+        if entry is None:
             return None
-        item: Item = self._item(entry)
-        return item
+        if self.ttl_config is not None and not self._live([path], op.refresh_ttl, now, refresh):
+            return None
+        return Item(
+            value=_load(entry),
+            key=key,
+            namespace=tuple(op.namespace),
+            created_at=_timestamp(entry.created_at),
+            updated_at=_timestamp(entry.updated_at),
+        )
 
     def _search(self, op: SearchOp, now: int, refresh: set[str]) -> list[SearchItem]:
         conditions = _conditions(op.filter)
@@ -513,10 +542,10 @@ class MemboltStore(BaseStore):
         held = self.store.hold() if refresh else nullcontext()
         with self._lock, held:
             renewed = {}
-            for path in refresh:
-                ttl_entry = self.store.get(self._ttl_path(path))
-                if ttl_entry is not None:
-                    renewed[ttl_entry.key] = json.loads(ttl_entry.value)["ttl"]
+            for path in refresh:  # again, now that nothing else writes
+                expiry = self._expiry(path)
+                if expiry is not None:
+                    renewed[self._ttl_path(path)] = expiry[1]
             with self.store.batch() as batch:
                 for ttl_key, minutes in renewed.items():
                     batch.save(ttl_key, _expiry_value(minutes, now), type=TTL_ENTRY_TYPE)
@@ -542,8 +571,8 @@ class MemboltStore(BaseStore):
             expired = []
             for ttl_key in self.store.keys_under(self._ttl_prefix):
                 path = self.key_prefix + ttl_key[len(self._ttl_prefix) :]
-                expires = self._expiry(path)
-                if expires is not None and expires <= now:
+                expiry = self._expiry(path)
+                if expiry is not None and expiry[0] <= now:
                     expired.append((path, ttl_key))
             if not expired:
                 return 0
