@@ -29,7 +29,7 @@ The mapping onto membolt's public API (:class:`membolt.MemoryStore`):
   score. Filters take ``$eq $ne $gt $gte $lt $lte`` on dotted paths, with
   the SQL stores' meaning of a missing field (it matches only ``None``).
 * An ``index`` config is accepted, and LangGraph's ``index`` argument of
-  ``put``, but membolt does not store embeddings yet (§15.4): a query is
+  ``put``, but membolt does not store embeddings yet (recall by meaning): a query is
   ranked by words either way, and a warning says so.
 * TTL (LangGraph's ``ttl`` config, ``put(..., ttl=)``, ``sweep_ttl``,
   ``start_ttl_sweeper``) keeps each expiry in a second entry under
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
 import logging
 import tempfile
@@ -120,8 +121,28 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+# Both caches serve the reads of an agent's hot items (its own namespaces,
+# the stamps of the items it reads every step); each entry is immutable.
+@functools.lru_cache(maxsize=4096)
 def _timestamp(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+@functools.lru_cache(maxsize=1024)
+def _labels(namespace: tuple[str, ...]) -> str:
+    """The namespace's part of a key: each label escaped and followed by
+    ``/`` (``""`` for the empty namespace). A label LangGraph refuses raises
+    ``InvalidNamespaceError`` (and is not cached)."""
+    validate_op_namespace(GetOp(namespace, ""))
+    return "".join(f"{_escape(label)}/" for label in namespace)
+
+
+def _labels_of(namespace: Iterable[str]) -> str:
+    try:
+        return _labels(tuple(namespace))
+    except TypeError:  # a label that cannot be hashed is no string either
+        validate_op_namespace(GetOp(tuple(namespace), ""))
+        raise
 
 
 def _dump(value: Mapping[str, Any]) -> str:
@@ -262,6 +283,16 @@ def _opened(conn_string: str, project: str | None, timeout: float) -> Iterator[M
             yield store
 
 
+def _new_item(namespace: tuple[str, ...], key: str, entry: Entry) -> Item:
+    return Item(
+        value=_load(entry),
+        key=key,
+        namespace=namespace,
+        created_at=_timestamp(entry.created_at),
+        updated_at=_timestamp(entry.updated_at),
+    )
+
+
 class MemboltStore(BaseStore):
     """LangGraph's ``BaseStore`` over a membolt store (see the module's
     documentation for the mapping). ``store`` stays the caller's: this
@@ -321,12 +352,10 @@ class MemboltStore(BaseStore):
     # ----- keys -------------------------------------------------------------------
 
     def _path(self, namespace: Iterable[str], key: str) -> str:
-        return self.key_prefix + "/".join([*map(_escape, namespace), _escape(key)])
+        return self.key_prefix + _labels_of(namespace) + _escape(key)
 
-    def _scope(self, namespace_prefix: tuple[str, ...]) -> str:
-        if not namespace_prefix:
-            return self.key_prefix
-        return self.key_prefix + "/".join(map(_escape, namespace_prefix)) + "/"
+    def _scope(self, namespace_prefix: Iterable[str]) -> str:
+        return self.key_prefix + _labels_of(namespace_prefix)
 
     def _ttl_path(self, path: str) -> str:
         return self._ttl_prefix + path[len(self.key_prefix) :]
@@ -379,15 +408,15 @@ class MemboltStore(BaseStore):
     def get(
         self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
     ) -> Item | None:
-        """``BaseStore.get``, without a batch when there is no TTL to refresh
-        (the call on every agent step: see benches/bench_adapters.py)."""
-        if refresh_ttl is None:  # LangGraph's default, as BaseStore.get takes it
-            refresh_ttl = self.ttl_config.get("refresh_on_read", True) if self.ttl_config else True
-        op = GetOp(namespace, str(key), refresh_ttl)
-        validate_op_namespace(op)
+        """``BaseStore.get``, without a batch when no TTL can be refreshed
+        (the call of every agent step: see benches/bench_adapters.py)."""
         if self.ttl_config is not None:
-            return self.batch([op])[0]  # type: ignore[return-value]
-        return self._get(op, 0, set())
+            if refresh_ttl is None:  # LangGraph's default, as BaseStore.get takes it
+                refresh_ttl = self.ttl_config.get("refresh_on_read", True)
+            return self.batch([GetOp(namespace, str(key), refresh_ttl)])[0]  # type: ignore[return-value]
+        key = str(key)
+        entry = self.store.get(self._path(namespace, key))
+        return None if entry is None else _new_item(tuple(namespace), key, entry)
 
     # ----- reads -------------------------------------------------------------------
 
@@ -449,17 +478,9 @@ class MemboltStore(BaseStore):
         key = str(op.key)
         path = self._path(op.namespace, key)
         entry = self.store.get(path)
-        if entry is None:
+        if entry is None or not self._live([path], op.refresh_ttl, now, refresh):
             return None
-        if self.ttl_config is not None and not self._live([path], op.refresh_ttl, now, refresh):
-            return None
-        return Item(
-            value=_load(entry),
-            key=key,
-            namespace=tuple(op.namespace),
-            created_at=_timestamp(entry.created_at),
-            updated_at=_timestamp(entry.updated_at),
-        )
+        return _new_item(tuple(op.namespace), key, entry)
 
     def _search(self, op: SearchOp, now: int, refresh: set[str]) -> list[SearchItem]:
         conditions = _conditions(op.filter)
