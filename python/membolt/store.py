@@ -11,6 +11,7 @@ constructors). Every write reaches the core as a typed ``SaveRequest``.
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -268,6 +269,22 @@ class MemoryStore(_core.Store):
         plain = [save_request(*_fields(pair, 2, 2, "then item")) for pair in then]
         applied = _caps_for([request.key for request in requests], caps)
         return self._save_many(requests, caps=applied, then=plain)
+
+    def keys_under(self, prefix: str) -> list[str]:
+        """The keys that start with ``prefix``, sorted (``keys()`` for ``""``).
+
+        For adapters that map a hierarchy onto key prefixes (the framework
+        integrations); it walks the sorted keys, so a prefix costs as much
+        as ``keys()`` does.
+        """
+        if not isinstance(prefix, str):
+            raise ArgumentTypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        keys = self.keys()
+        start = bisect.bisect_left(keys, prefix)
+        end = start
+        while end < len(keys) and keys[end].startswith(prefix):
+            end += 1
+        return keys[start:end]
 
     def batch(self) -> Batch:
         """Group plain writes into one transaction::
