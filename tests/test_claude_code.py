@@ -539,6 +539,13 @@ def test_what_counts_as_a_failure(project: Path, stdout: str, failure: bool) -> 
     assert errors == ([f"error:{command_part('run it', 'run_it')}"] if failure else [])
 
 
+def test_an_exit_code_field_is_the_status(project: Path) -> None:
+    quiet(hook(bash(project, "make check", "checking...", exitCode=2), project))
+    part = command_part("make check", "make_check")
+    assert state(project)[f"tool:Bash:{part}"][0] == "exit 2\nchecking..."
+    assert state(project)[f"error:{part}"][0] == "exit 2\nchecking..."
+
+
 def test_an_interrupted_run_says_so_and_resolves_nothing(project: Path) -> None:
     command = "pytest -q"
     quiet(hook(bash_failure(project, command, "Exit code 1\nFAILED t.py::test_x"), project))

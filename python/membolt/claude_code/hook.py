@@ -401,7 +401,7 @@ def _apply_bash(
         output, interrupted = clean_text(payload["error"]), payload.get("is_interrupt") is True
     else:
         output, interrupted = _bash_output(payload.get("tool_response"))
-    run = bash.analyse(output, interrupted=interrupted)
+    run = bash.analyse(output, interrupted=interrupted, status=_bash_status(payload))
     part = bash.key_part(command)
     items: list[tuple[str, str, str | None, list[str] | None]] = []
     value = run.value()
@@ -442,6 +442,20 @@ def _link_fix(store: MemoryStore, error_key: str) -> None:
     others = [r for r in todos.references if not r.startswith(ERROR_KEY_PREFIX)]
     references = [error_key, *fixes][:FIXES_LINKED] + others
     store.save(TODOS_KEY, todos.value, references=references)
+
+
+def _bash_status(payload: Mapping[str, Any]) -> int | None:
+    """An exit status the payload states as a number (``exitCode``, as some
+    Claude Code versions and SDKs report it), else None (the output may
+    show one)."""
+    response = payload.get("tool_response")
+    if not isinstance(response, Mapping):
+        return None
+    for name in ("exitCode", "exit_code", "returnCode"):
+        status = response.get(name)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return status
+    return None
 
 
 def _bash_output(response: object) -> tuple[str, bool]:
