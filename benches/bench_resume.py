@@ -23,7 +23,8 @@ is rendered at the default budget (500 tokens: its entry lines cost at most
 2,000 bytes, §15.5), and the whole context stays under 10,000 characters.
 
 **Latency.** Each event kind, run in a new process (the installed command,
-``membolt hook claude-code``) on a copy of an agent-shaped store of 1k, 10k
+``membolt hook claude-code``, the environment's script; bytecode may be
+written and used, as an installed membolt has it) on a copy of an agent-shaped store of 1k, 10k
 and 100k entries (``benches/bench_render.py``'s, built once and cached);
 p50 of ``--rounds`` runs, each round running every case once in turn so
 all see the same load. ``python -c pass`` is the floor a new interpreter
@@ -327,7 +328,7 @@ collected 4 items
 def calc_session(s: Script) -> None:
     """The session of the issue: add() and a ZeroDivisionError fixed and
     committed, a compaction, then resumed on a failing power() test."""
-    header = PYTEST_HEADER.format(root=s.project)
+    header = PYTEST_HEADER.format(root="/home/dev/calc")
     s.start("startup")
     s.prompt(
         "tests/test_calc.py fails. Fix add(), divide() and power() in src/calc.py and "
@@ -901,15 +902,19 @@ class Membolt:
     env: dict[str, str]
 
     def command(self) -> list[str]:
+        """What the project-scope install registers: ``membolt hook
+        claude-code``, the environment's ``membolt`` script."""
+        script = Path(self.python).parent / "membolt"
+        if script.is_file():
+            return [str(script), "hook", "claude-code"]
         return [self.python, "-m", "membolt.cli", "hook", "claude-code"]
 
 
 def run_hook(membolt: Membolt, payload: dict[str, Any], cwd: Path, home: Path) -> tuple[str, float]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("CLAUDE_PROJECT_DIR", "MEMBOLT_DATABASE_URL")
-    }
+    # The hooks may write and use compiled bytecode, as an installed membolt
+    # has it (pip compiles it at install time).
+    unwanted = ("CLAUDE_PROJECT_DIR", "MEMBOLT_DATABASE_URL", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in unwanted}
     env.update(membolt.env, MEMBOLT_HOME=str(home))
     started = time.perf_counter()
     done = subprocess.run(
