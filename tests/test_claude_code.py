@@ -539,11 +539,37 @@ def test_what_counts_as_a_failure(project: Path, stdout: str, failure: bool) -> 
     assert errors == ([f"error:{command_part('run it', 'run_it')}"] if failure else [])
 
 
+@pytest.mark.parametrize(
+    ("error", "lines"),
+    [
+        # A linter's diagnostics, when no other line says what failed.
+        (
+            "Exit code 1\n# example.com/limiter\nlimiter.go:52:2: copylocks: Allow passes lock "
+            "by value\nlimiter.go:60:1: unreachable code",
+            "limiter.go:52:2: copylocks: Allow passes lock by value\n"
+            "limiter.go:60:1: unreachable code",
+        ),
+        # Go: a panic, a data race; a bare FAIL says nothing more.
+        (
+            "Exit code 1\n--- FAIL: TestAllow (0.00s)\npanic: assignment to entry in nil map"
+            "\n\tpanic: again\nFAIL\nFAIL\texample.com/limiter\t0.01s",
+            "--- FAIL: TestAllow (0.00s)\nFAIL\texample.com/limiter\t0.01s\n"
+            "panic: assignment to entry in nil map",
+        ),
+        # Nothing says more: the last line, then the status.
+        ("Exit code 3\nbuilding\nstopped", "stopped\nexit 3"),
+    ],
+)
+def test_the_lines_an_error_holds(project: Path, error: str, lines: str) -> None:
+    quiet(hook(bash_failure(project, "check", error), project))
+    assert state(project)[f"error:{command_part('check', 'check')}"][0] == lines
+
+
 def test_an_exit_code_field_is_the_status(project: Path) -> None:
     quiet(hook(bash(project, "make check", "checking...", exitCode=2), project))
     part = command_part("make check", "make_check")
     assert state(project)[f"tool:Bash:{part}"][0] == "exit 2\nchecking..."
-    assert state(project)[f"error:{part}"][0] == "exit 2\nchecking..."
+    assert state(project)[f"error:{part}"][0] == "checking...\nexit 2"
 
 
 def test_an_interrupted_run_says_so_and_resolves_nothing(project: Path) -> None:
@@ -923,6 +949,35 @@ def test_a_section_that_says_none_is_done(project: Path) -> None:
     assert state(project)["progress:next"][0] == "to do next: Run the complete suite."
     store = store_of(project)
     assert "resume: progress:next" in store.render("", 500).splitlines()[2]
+
+
+@pytest.mark.parametrize(
+    "summary",
+    [
+        # The section headers models write: numbered, bold, markdown.
+        "<summary>\n1. **Primary Request and Intent**:\n   Fix the login test.\n"
+        "4. **Errors and Fixes**:\n   - **Error**: `TimeoutError`\n     **Fix**: waited 10s\n"
+        "   - **Error**: `KeyError: 'token'`\n     **Fix**: read the body\n"
+        "9. **Optional Next Step**:\n   Run the e2e suite.\n</summary>",
+        "## 1. Primary Request and Intent\nFix the login test.\n## 4. Errors and Fixes\n"
+        "### Error: TimeoutError\n- Fix: waited 10s\n### Error: KeyError: 'token'\n"
+        "- Fix: read the body\n## 5. Problem Solving\nBoth fixed.\n"
+        "## 9. Optional Next Step\nRun the e2e suite.\n# Notes\nnothing",
+        "Summary:\n1. Primary Request and Intent: Fix the login test.\n"
+        "4. Errors & fixes:\n- Error: TimeoutError; Fix: waited 10s\n"
+        "- Error: KeyError: 'token'; Fix: read the body\n"
+        "9. Optional Next Step: Run the e2e suite.",
+    ],
+)
+def test_the_summary_sections_in_the_forms_models_write_them(project: Path, summary: str) -> None:
+    quiet(hook(fixture("post_compact", project, compact_summary=summary), project))
+    entries = state(project)
+    assert entries["goal:request"][0] == "Fix the login test."
+    fixes = [entries[f"decision:fix-{n}"][0] for n in (1, 2)]
+    assert re.search("TimeoutError.*10s", fixes[0]), fixes
+    assert re.search("KeyError.*read the body", fixes[1]), fixes
+    assert "decision:fix-3" not in entries
+    assert entries["progress:next"][0] == "to do next: Run the e2e suite."
 
 
 @pytest.mark.parametrize("event", ["SessionEnd", "Notification", "PreToolUse", "SubagentStop"])

@@ -21,11 +21,14 @@ of failing tests, cargo's ``test x ... FAILED``); pytest's ``E   ``
 lines; error lines (``error:``, ``Error:``, ``SomeError:``, ``fatal:``,
 with or without a ``file:line:`` in front, at the start of a line: an
 indented ``ValueError:`` in a docstring printed by ``cat`` is not one; a
-Rust panic, a failed assertion); the
-last line of a Python traceback; and the test runner's summary line
-(``1 failed, 3 passed in 0.02s``), found as the last line counting
-passed/failed tests. A run failed when its exit status is not 0, or any of
-the first four kinds is present, or its summary counts failures or errors.
+Rust panic, a Go panic or data race, a failed assertion); the last line of
+a Python traceback; and the test runner's summary line (``1 failed, 3
+passed in 0.02s``), found as the last line counting passed/failed tests.
+A failed run with none of the first four kinds reports its
+``file:line[:col]: message`` lines instead (a linter's or compiler's
+diagnostics, ``go vet``'s for one). A run failed when its exit status is
+not 0, or any of the first four kinds is present, or its summary counts
+failures or errors.
 
 Terminal colour codes are removed first; the lines that say what failed
 keep their text (trimmed at both ends); the other lines lose the rules drawn
@@ -57,15 +60,21 @@ _STATUS: Final = re.compile(
     r"^(?:exit (?:code|status)|command exited with non-zero status code)[: ]\s*(\d{1,3})$",
     re.IGNORECASE,
 )
+# A bare "FAIL" line says nothing the others do not: the text after counts.
 _RUNNER_FAILURE: Final = re.compile(
-    r"^(?:FAILED|FAIL|ERROR)(?:\s|:|$)|^--- FAIL:|^\u25cf (?!Console\b)|^test .* \.\.\. FAILED$"
+    r"^(?:FAILED|FAIL|ERROR)(?::?\s+\S)|^--- FAIL:|^\u25cf (?!Console\b)"
+    r"|^test .* \.\.\. FAILED$"
 )
 _PYTEST_E: Final = re.compile(r"^E\s{2,}\S")
 _ERROR_LINE: Final = re.compile(
     r"^(?:[^\s:]+:\d+(?::\d+)?:\s*|[^\s(]+\(\d+,\d+\):\s*)?"
     r"(?:[\w.]*(?:Error|Exception)|error|ERROR|fatal|FATAL)(?:\[[\w-]+\]| TS\d+)?:\s*\S"
     r"|^npm ERR!|^thread '.*' panicked at |^assertion\b.*\bfailed\b"
+    r"|^panic: |^WARNING: DATA RACE"
 )
+# "file:line[:col]: message", a compiler's or linter's diagnostic: a line
+# that says what failed when a run failed and no other line does.
+_LOCATED: Final = re.compile(r"^[^\s:]+:\d+(?::\d+)?: \S")
 _TRACEBACK: Final = "Traceback (most recent call last):"
 _CHAINED: Final = ("During handling of the above exception", "The above exception was")
 _COUNT: Final = re.compile(
@@ -120,12 +129,12 @@ class Run:
 
     def error_value(self) -> str:
         """The ``error:`` value of a failed run: its failure lines (with the
-        summary), or its status and last line when no line says more, cut to
+        summary), or its last line and status when no line says more, cut to
         :data:`ERROR_BYTES`."""
         lines = list(self.reported_lines())
         if not lines:
-            lines = [f"exit {self.status}"] if self.status is not None else []
-            lines += list(self.rest[-1:])
+            lines = list(self.rest[-1:])
+            lines += [f"exit {self.status}"] if self.status is not None else []
         return truncate("\n".join(lines) or "failed", ERROR_BYTES)
 
     def success_line(self) -> str:
@@ -164,6 +173,8 @@ def analyse(output: str, *, interrupted: bool = False, status: int | None = None
         taken.add(summary_index)
         summary = _SPACES.sub(" ", lines[summary_index].strip(_DECORATION))
     chosen = runner + pytest_e + errors + traceback_end
+    if not chosen and status not in (None, 0):
+        chosen = _pick(lines, taken, lambda i, line: bool(_LOCATED.match(raw[i])))
     failure_lines = tuple(_distinct(lines[i] for i in chosen))
     rest = tuple(tidy for i, line in enumerate(lines) if i not in taken and (tidy := _tidy(line)))
     failing_summary = summary is not None and bool(_FAILING_COUNT.search(summary))

@@ -25,7 +25,9 @@ points). A section header is a line holding one of the nine section names
 (any letter case, ``&`` for ``and``) after a number (``4.``), a markdown
 header (``##``) or bold markers, or alone before a colon; its body runs to
 the next such header, or to a numbered or ``#`` header of another name at
-the start of a line. The body may begin on the header's own line.
+the start of a line (a ``#`` header deeper than the section's own, or than
+``##`` under a numbered header, is an item of it: ``### Error 1`` under
+``## 4. Errors and fixes``). The body may begin on the header's own line.
 
 What the sections become (each value on one line, bullets joined with
 ``; ``):
@@ -63,9 +65,9 @@ PENDING_KEY: Final = "progress:pending"
 CURRENT_KEY: Final = "progress:current"
 NEXT_KEY: Final = "progress:next"
 #: Values are cut to these many bytes: the block holds 2,000 (§5.1).
-GOAL_BYTES: Final = 300
-FIX_BYTES: Final = 200
-PROGRESS_BYTES: Final = 300
+GOAL_BYTES: Final = 200
+FIX_BYTES: Final = 160
+PROGRESS_BYTES: Final = 200
 DONE_NONE: Final = "done: none"
 
 REQUEST: Final = "primary request and intent"
@@ -104,7 +106,7 @@ _HEADER: Final = re.compile(
     re.IGNORECASE,
 )
 # A header of some other section: ends the one before it.
-_OTHER_HEADER: Final = re.compile(r"^(?:#{1,6}\s|\d{1,2}\.\s+\S[^:]{0,80}:\s*$)")
+_OTHER_HEADER: Final = re.compile(r"^(?:(?P<hashes>#{1,6})\s|\d{1,2}\.\s+\S[^:]{0,80}:\s*$)")
 _SUMMARY_TAG: Final = re.compile(r"<summary>(.*?)(?:</summary>|\Z)", re.DOTALL)
 _SUMMARY_LINE: Final = re.compile(r"^\s*Summary:\s*$", re.MULTILINE)
 _BULLET: Final = re.compile(r"^(?P<indent>\s*)(?:[-*\u2022]|\d{1,2}[.)])\s+(?P<text>.*)$")
@@ -157,15 +159,19 @@ def sections_of(summary: str) -> dict[str, str]:
     lines = _summary_part(summary).splitlines()
     bodies: dict[str, list[str]] = {}
     current: list[str] | None = None
+    level = 0  # the "#" marks of the current section's header
     for line in lines:
         header = _header(line)
         if header is not None:
-            name, rest = header
+            name, rest, level = header
             current = bodies.setdefault(name, []) if name not in bodies else None
             if current is not None and rest:
                 current.append(rest)
             continue
-        if _OTHER_HEADER.match(line):
+        other = _OTHER_HEADER.match(line)
+        # A deeper "#" header ("### Error 1" under "## 4. Errors and fixes",
+        # or under a numbered header) is an item of the section.
+        if other and (not other["hashes"] or len(other["hashes"]) <= max(level, 2)):
             current = None
             continue
         if current is not None:
@@ -184,7 +190,8 @@ def _summary_part(summary: str) -> str:
     return summary[formatted.end() :] if formatted else summary
 
 
-def _header(line: str) -> tuple[str, str] | None:
+def _header(line: str) -> tuple[str, str, int] | None:
+    """The lowered name, the text after it and the ``#`` level of a header."""
     match = _HEADER.match(line)
     if match is None:
         return None
@@ -195,7 +202,7 @@ def _header(line: str) -> tuple[str, str] | None:
     if not match["colon"] and (rest or not marked):
         return None
     name = " ".join(match["name"].lower().replace("&", "and").split())
-    return name, rest
+    return name, rest, (match["hash"] or "").count("#")
 
 
 def _trim_lines(lines: list[str]) -> str:
@@ -215,14 +222,28 @@ def _clean(text: str) -> str:
 
 
 def _one_line(body: str) -> str:
-    """A body on one line: bullets and blank lines dropped, lines joined."""
-    parts = []
-    for line in body.splitlines():
+    """A body on one line: bullet marks and blank lines dropped; a line that
+    continues a paragraph joined with a space, the others with ``; ``."""
+    return _join(_parts(body.splitlines()))
+
+
+def _parts(lines: list[str]) -> list[str]:
+    """The paragraphs and bullets of ``lines``, each cleaned on one line."""
+    parts: list[str] = []
+    continues = False
+    for line in lines:
         bullet = _BULLET.match(line)
-        text = _clean(bullet["text"] if bullet else line)
-        if text:
+        sub_header = _SUB_HEADER.match(line)
+        text = _clean(sub_header["text"] if sub_header else bullet["text"] if bullet else line)
+        if not text:
+            continues = False
+            continue
+        if continues and not bullet and not sub_header and parts:
+            parts[-1] += " " + text
+        else:
             parts.append(text)
-    return _join(parts)
+        continues = not sub_header
+    return parts
 
 
 def _join(parts: list[str]) -> str:
@@ -238,18 +259,22 @@ def _join(parts: list[str]) -> str:
 
 
 def _items(body: str) -> list[str]:
-    """The items of a list section: each top-level bullet (or ``###``
-    header) with the lines under it; the whole body when it has none."""
-    lines = [line for line in body.splitlines() if line.strip()]
+    """The items of a list section: each ``##``-``######`` sub-header with
+    the lines under it when there are sub-headers, else each top-level
+    bullet with the lines under it; the whole body when it has neither."""
+    lines = body.splitlines()
+    by_header = any(_SUB_HEADER.match(line) for line in lines)
     indents = [len(m["indent"]) for line in lines if (m := _BULLET.match(line))]
     top = min(indents) if indents else None
     items: list[list[str]] = []
     for line in lines:
         bullet = _BULLET.match(line)
-        sub_header = _SUB_HEADER.match(line)
-        text = sub_header["text"] if sub_header else bullet["text"] if bullet else line
-        if sub_header or (bullet and len(bullet["indent"]) == top) or not items:
-            items.append([text])
+        if by_header:
+            starts = _SUB_HEADER.match(line) is not None
         else:
-            items[-1].append(text)
-    return [text for item in items if (text := _join([t for p in item if (t := _clean(p))]))]
+            starts = bullet is not None and len(bullet["indent"]) == top
+        if starts or not items:
+            items.append([line])
+        else:
+            items[-1].append(line)
+    return [text for item in items if (text := _join(_parts(item)))]
