@@ -888,7 +888,182 @@ DOCS = Session(
     ),
 )
 
-SESSIONS = (CALC, API, RUST, DOCS)
+
+def go_session(s: Script) -> None:
+    """A Go service: a nil map panic and a vet error fixed before a long,
+    verbose compaction summary (every section a paragraph or more, code
+    included), then a race found after the resume."""
+    s.start("startup")
+    s.prompt(
+        "The rate limiter panics under load (assignment to entry in nil map). Fix it, keep "
+        "go vet and go test -race green, and don't change the public API of package ratelimit."
+    )
+    s.todos(
+        ("Reproduce the panic with a test", "in_progress"),
+        ("Fix the nil map in NewLimiter", "pending"),
+        ("Run go vet and go test -race", "pending"),
+    )
+    s.bash(
+        "go test ./internal/ratelimit/...",
+        "--- FAIL: TestLimiterConcurrentKeys (0.00s)\n"
+        "panic: assignment to entry in nil map [recovered]\n"
+        "\tpanic: assignment to entry in nil map\n\n"
+        "goroutine 7 [running]:\n"
+        "github.com/acme/gateway/internal/ratelimit.(*Limiter).Allow(0xc000124000, {0x6b2f40, 0x5})\n"
+        "\t/home/dev/gateway/internal/ratelimit/limiter.go:48 +0x1a5\n"
+        "FAIL\tgithub.com/acme/gateway/internal/ratelimit\t0.012s\nFAIL",
+        status=1,
+    )
+    s.edit(
+        "internal/ratelimit/limiter.go",
+        "\treturn &Limiter{rate: rate, burst: burst}",
+        "\treturn &Limiter{rate: rate, burst: burst, buckets: make(map[string]*bucket)}",
+        before="func NewLimiter(rate float64, burst int) *Limiter {",
+        start=31,
+    )
+    s.bash(
+        "go vet ./...",
+        "# github.com/acme/gateway/internal/ratelimit\n"
+        "internal/ratelimit/limiter.go:52:2: copylocks: Allow passes lock by value: "
+        "ratelimit.bucket contains sync.Mutex",
+        status=1,
+    )
+    s.edit(
+        "internal/ratelimit/limiter.go",
+        "\tb := l.buckets[key]\n\tif b.tokens < 1 {",
+        "\tb := l.bucket(key)\n\tif b.tokens < 1 {",
+        start=50,
+    )
+    s.bash("go vet ./...", "")
+    s.bash(
+        "go test ./internal/ratelimit/...",
+        "ok  \tgithub.com/acme/gateway/internal/ratelimit\t0.015s",
+    )
+    s.stop(
+        "Fixed the nil map panic: NewLimiter now makes the buckets map, and Allow takes the "
+        "bucket through a pointer (go vet's copylocks). go vet and the package tests pass; "
+        "next I'll run the race detector."
+    )
+    s.prompt("good, carry on with -race")
+    s.compact(
+        """<analysis>
+Chronologically: the user reported a panic in the rate limiter under load. I reproduced it with
+TestLimiterConcurrentKeys, found the nil buckets map, fixed NewLimiter, then go vet complained
+about copylocks and I changed Allow to use a pointer. Tests pass. The user asked to continue with
+the race detector.
+</analysis>
+<summary>
+1. Primary Request and Intent:
+   The user reported that the rate limiter in internal/ratelimit panics under load with
+   "assignment to entry in nil map". They asked me to fix it while keeping `go vet` and
+   `go test -race` green and without changing the public API of package ratelimit (NewLimiter,
+   Limiter.Allow, Limiter.Reset must keep their signatures). They later said "good, carry on
+   with -race".
+
+2. Key Technical Concepts:
+   - Go maps must be initialised with make before assignment
+   - sync.Mutex must not be copied (go vet copylocks)
+   - The race detector (go test -race)
+   - Token bucket rate limiting
+
+3. Files and Code Sections:
+   - internal/ratelimit/limiter.go
+      - NewLimiter now initialises the buckets map:
+      ```go
+      func NewLimiter(rate float64, burst int) *Limiter {
+          return &Limiter{rate: rate, burst: burst, buckets: make(map[string]*bucket)}
+      }
+      ```
+      - Allow now takes the bucket through l.bucket(key), which returns a *bucket, so the
+        mutex inside is never copied.
+   - internal/ratelimit/limiter_test.go
+      - TestLimiterConcurrentKeys reproduces the panic with 50 goroutines and 5 keys.
+
+4. Errors and fixes:
+    - **panic: assignment to entry in nil map in Limiter.Allow (limiter.go:48)**:
+      - NewLimiter never made the buckets map; fixed by initialising it with make in
+        NewLimiter. TestLimiterConcurrentKeys now passes.
+    - **go vet copylocks: Allow passes lock by value (limiter.go:52)**:
+      - bucket holds a sync.Mutex and Allow copied it out of the map; fixed by storing *bucket
+        values and reading them through a new l.bucket(key) helper.
+
+5. Problem Solving:
+   The panic and the vet warning are fixed; go test ./internal/ratelimit/... passes. The race
+   detector has not been run yet; Allow reads l.buckets without holding l.mu, which may race
+   with Reset.
+
+6. All user messages:
+    - "The rate limiter panics under load (assignment to entry in nil map). Fix it, keep go vet
+      and go test -race green, and don't change the public API of package ratelimit."
+    - "good, carry on with -race"
+
+7. Pending Tasks:
+   - Run go test -race ./internal/ratelimit/... and fix any race it reports
+   - Keep the public API of package ratelimit unchanged
+
+8. Current Work:
+   I had just finished the go vet fix (Allow now works on *bucket through l.bucket(key)) and
+   was about to run the race detector, as the user asked with "good, carry on with -race".
+   I suspect Allow's unguarded read of l.buckets races with Reset, which replaces the map
+   while holding l.mu.
+
+9. Optional Next Step:
+   Run `go test -race ./internal/ratelimit/...`; if it reports the suspected race between
+   Allow and Reset, take l.mu (or an RWMutex read lock) around the map lookup in l.bucket.
+   The user's last request: "good, carry on with -race".
+</summary>"""
+    )
+    s.start("compact")
+    s.todos(
+        ("Reproduce the panic with a test", "completed"),
+        ("Fix the nil map in NewLimiter", "completed"),
+        ("Run go vet and go test -race", "in_progress"),
+        ("Guard the map read in l.bucket if -race complains", "pending"),
+    )
+    s.bash(
+        "go test -race ./internal/ratelimit/...",
+        "==================\nWARNING: DATA RACE\n"
+        "Read at 0x00c0001a2030 by goroutine 9:\n"
+        "  github.com/acme/gateway/internal/ratelimit.(*Limiter).bucket()\n"
+        "      /home/dev/gateway/internal/ratelimit/limiter.go:61 +0x64\n"
+        "Previous write at 0x00c0001a2030 by goroutine 12:\n"
+        "  github.com/acme/gateway/internal/ratelimit.(*Limiter).Reset()\n"
+        "      /home/dev/gateway/internal/ratelimit/limiter.go:74 +0x9c\n"
+        "==================\n"
+        "--- FAIL: TestLimiterConcurrentKeys (0.03s)\n"
+        "    testing.go:1399: race detected during execution of test\n"
+        "FAIL\nFAIL\tgithub.com/acme/gateway/internal/ratelimit\t0.051s\nFAIL",
+        status=1,
+    )
+    s.stop(
+        "The race detector confirms it: l.bucket reads l.buckets at limiter.go:61 while Reset "
+        "replaces the map at limiter.go:74. I'll take l.mu.RLock around the lookup next and "
+        "rerun go test -race."
+    )
+    s.start("resume")
+
+
+GO = Session(
+    "go (verbose summary)",
+    "a nil map panic and a vet error fixed, a long compaction summary, a data race open",
+    go_session,
+    (
+        Fact(
+            "open error: data race in TestLimiterConcurrentKeys",
+            lambda b: b.open_error(r"TestLimiterConcurrentKeys|race"),
+        ),
+        Fact("fixed: nil map panic", lambda b: b.has(r"nil map")),
+        Fact("fixed: go vet copylocks", lambda b: b.has(r"copylocks")),
+        Fact(
+            "plan: guard the map read, rerun -race", lambda b: b.resume(r"l\.bucket|RLock|[Gg]uard")
+        ),
+        Fact("files: internal/ratelimit/limiter.go", lambda b: b.has(r"limiter\.go")),
+        Fact("last decision: keep the public API", lambda b: b.has(r"public API")),
+    ),
+)
+
+
+SESSIONS = (CALC, API, RUST, GO, DOCS)
 
 # ----- running hooks ---------------------------------------------------------------------
 
