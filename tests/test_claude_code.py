@@ -565,6 +565,15 @@ def test_the_lines_an_error_holds(project: Path, error: str, lines: str) -> None
     assert state(project)[f"error:{command_part('check', 'check')}"][0] == lines
 
 
+def test_a_reported_failure_never_resolves(project: Path) -> None:
+    command = "make test"
+    quiet(hook(bash_failure(project, command, "Exit code 1\nFAILED t.py::test_a"), project))
+    quiet(hook(bash_failure(project, command, "Command timed out after 2m 0s"), project))
+    key = f"error:{command_part(command, 'make_test')}"
+    assert state(project)[key][0] == "Command timed out after 2m 0s"
+    assert open_error(project) == key
+
+
 def test_an_exit_code_field_is_the_status(project: Path) -> None:
     quiet(hook(bash(project, "make check", "checking...", exitCode=2), project))
     part = command_part("make check", "make_check")

@@ -147,9 +147,13 @@ class Run:
         return "exit 0" if self.status in (None, 0) else f"exit {self.status}"
 
 
-def analyse(output: str, *, interrupted: bool = False, status: int | None = None) -> Run:
+def analyse(
+    output: str, *, interrupted: bool = False, status: int | None = None, failed: bool = False
+) -> Run:
     """The run whose output (stdout and stderr, or Claude Code's failure
-    text) is ``output``; ``status`` when the caller knows it."""
+    text) is ``output``; ``status`` when the caller knows it; ``failed``
+    when the caller knows the run failed (Claude Code reported it as a
+    failure) whatever its output shows."""
     lines = [line.strip() for line in _ANSI.sub("", output).splitlines()]
     raw = [line.rstrip() for line in _ANSI.sub("", output).splitlines()]
     taken: set[int] = set()
@@ -178,7 +182,9 @@ def analyse(output: str, *, interrupted: bool = False, status: int | None = None
     failure_lines = tuple(_distinct(lines[i] for i in chosen))
     rest = tuple(tidy for i, line in enumerate(lines) if i not in taken and (tidy := _tidy(line)))
     failing_summary = summary is not None and bool(_FAILING_COUNT.search(summary))
-    failed = bool(failure_lines) or failing_summary or (status is not None and status != 0)
+    failed = (
+        failed or bool(failure_lines) or failing_summary or (status is not None and status != 0)
+    )
     return Run(status, interrupted, failure_lines, summary, rest, failed)
 
 

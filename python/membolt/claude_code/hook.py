@@ -397,11 +397,18 @@ def _apply_bash(
     from . import bash
 
     command = clean_text(inputs.get("command") or "")
-    if payload["hook_event_name"] == "PostToolUseFailure":
+    reported_failure = payload["hook_event_name"] == "PostToolUseFailure"
+    if reported_failure:
         output, interrupted = clean_text(payload["error"]), payload.get("is_interrupt") is True
     else:
         output, interrupted = _bash_output(payload.get("tool_response"))
-    run = bash.analyse(output, interrupted=interrupted, status=_bash_status(payload))
+    # A run Claude Code reports as failed is one, unless the user stopped it.
+    run = bash.analyse(
+        output,
+        interrupted=interrupted,
+        status=_bash_status(payload),
+        failed=reported_failure and not interrupted,
+    )
     part = bash.key_part(command)
     items: list[tuple[str, str, str | None, list[str] | None]] = []
     value = run.value()
