@@ -11,8 +11,10 @@ claude-code`` / ``uninstall`` run against real settings files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -32,6 +34,7 @@ from membolt.agent import AgentMemory
 from membolt.claude_code import install
 from membolt.claude_code.context_cap import MAX_CONTEXT_CHARS, within_ceiling
 from membolt.claude_code.hook import TURNS_DIRECTORY
+from membolt.claude_code.project import PROJECT_DIR_VARIABLE
 from membolt.claude_code.tool_text import project_path, result_text
 from membolt.claude_code.turns import MAX_PROMPT_BYTES, TurnPrompts, session_file_name
 
@@ -62,16 +65,20 @@ def fixture(name: str, project: Path, **fields: Any) -> dict[str, Any]:
 def hook(
     payload: dict[str, Any] | bytes | str, project: Path, *args: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
+    """``membolt hook claude-code`` run as Claude Code runs it. The test's own
+    ``$CLAUDE_PROJECT_DIR`` (when it runs inside Claude Code) is not passed on:
+    the tests name the project through the payload's ``cwd``."""
     if isinstance(payload, dict):
         data = json.dumps(payload).encode()
     else:
         data = payload.encode() if isinstance(payload, str) else payload
+    base = {k: v for k, v in os.environ.items() if k != PROJECT_DIR_VARIABLE}
     done = subprocess.run(
         [*HOOK, *args],
         input=data,
         capture_output=True,
         cwd=project,
-        env={**os.environ, **env},
+        env={**base, **env},
         timeout=120,
         check=False,
     )
@@ -129,6 +136,8 @@ def seeded(project: Path) -> dict[str, tuple[str, str, tuple[str, ...], int]]:
 
 # ----- SessionStart ----------------------------------------------------------------
 
+ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+
 
 @pytest.mark.parametrize(
     ("source", "key"),
@@ -146,21 +155,40 @@ def test_session_start_records_the_session_and_prints_the_section(
     done = hook(fixture("session_start", project, source=source), project)
     assert (done.returncode, done.stderr) == (0, "")
     store = store_of(project)
-    assert store.get(key).value == str(project)
-    assert store.get("session:config").value == "{}"
-    # Printed after the writes: the section shows the session entries.
-    expected = AgentMemory(store).system_prompt_section("")
+    # §13.1: the source, the model and the time; not the project path.
+    value = store.get(key).value
+    assert re.fullmatch(rf"source {source}, model claude-sonnet-4-6, at {ISO}", value), value
+    assert "session:config" not in store  # nothing to say: not saved
+    # Printed after the writes, at the default budget: the section shows them.
+    expected = AgentMemory(store).system_prompt_section("", 500)
     assert done.stdout == context_output("SessionStart", expected)
     assert f"{key} [" in expected
 
 
 def test_session_start_on_an_empty_project(project: Path) -> None:
-    done = hook(fixture("session_start", project), project)
+    payload = fixture("session_start", project)
+    del payload["model"]
+    done = hook(payload, project)
     assert (done.returncode, done.stderr) == (0, "")
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("Check memory first. Before taking ANY action, use memory_search")
     assert "session:started [" in context
-    assert set(state(project)) == {"session:started", "session:config"}
+    assert set(state(project)) == {"session:started"}
+    assert re.fullmatch(rf"source startup, at {ISO}", state(project)["session:started"][0])
+
+
+def test_session_start_drops_an_empty_config_and_keeps_a_real_one(project: Path) -> None:
+    store = store_of(project)
+    store.save("session:config", "{}")  # what a 0.2 hook saved at every start
+    store.close()
+    quiet_start = hook(fixture("session_start", project), project)
+    assert quiet_start.returncode == 0
+    assert "session:config" not in state(project)
+    store = store_of(project)
+    store.save("session:config", '{"model": "opus"}')
+    store.close()
+    hook(fixture("session_start", project), project)
+    assert state(project)["session:config"][0] == '{"model": "opus"}'
 
 
 # ----- UserPromptSubmit and Stop ---------------------------------------------------------
@@ -224,9 +252,80 @@ def test_stop_saves_the_turn_with_its_prompt(project: Path) -> None:
     assert store.get("api:missing-user").value == (
         "the users handler answers 404 for a missing user"
     )
-    assert store.get("last_action").value == "the missing-user check in the users handler"
-    assert store.get("last_files").value == "src/api/handler.ts, src/api/users.ts"
+    # §13.1: the reply's first sentence, verb kept; paths come from edits only.
+    assert store.get("last_action").value == "Fixed the missing-user check in the users handler"
+    assert store.get("last_files") is None
     assert list(turns_dir(project).iterdir()) == []  # the prompt is cleaned up
+
+
+@pytest.mark.parametrize(
+    ("reply", "action"),
+    [
+        (
+            "I fixed add() in src/calc.py: it subtracted. All 4 tests pass now.",
+            "Fixed add() in src/calc.py: it subtracted",
+        ),
+        (
+            "**Updated** README.md with the install steps!\nMore.",
+            "Updated README.md with the install steps",
+        ),
+        ("- created tests/test_power.py", "Created tests/test_power.py"),
+        ("Refactored " + "the parser " * 30, "Refactored " + ("the parser " * 30)[:189] + "..."),
+        ("Looking at the failure first. Fixed the import.", None),  # not the first sentence
+        ("I reset the cache.", None),  # "set" inside a word is no verb (F10)
+        ("i fixed it", None),  # "I" as written
+        ("Fixed", None),  # a verb with nothing after it
+    ],
+)
+def test_last_action_is_the_first_sentence_of_the_reply(
+    project: Path, reply: str, action: str | None
+) -> None:
+    store = store_of(project)
+    store.save("last_action", "Deployed the previous release")
+    store.close()
+    quiet(hook(fixture("stop", project, last_assistant_message=reply), project))
+    kept = state(project)["last_action"][0]
+    assert kept == (action or "Deployed the previous release")
+    assert len(kept.encode()) <= 203
+
+
+def test_tool_output_sets_no_last_action_and_no_files(project: Path) -> None:
+    bash = fixture("post_tool_use_bash", project)
+    bash["tool_response"]["stdout"] = "Created src/generated.py\nEdited src/other.py"
+    quiet(hook(bash, project))
+    quiet(
+        hook(
+            fixture(
+                "post_tool_use_web_fetch",
+                project,
+                tool_response={
+                    "result": "Added rate limiting to the API. Updated docs/api.md",
+                    "url": "https://x.org",
+                },
+            ),
+            project,
+        )
+    )
+    entries = state(project)
+    assert "last_action" not in entries
+    assert "last_files" not in entries
+
+
+def test_the_two_turns_before_the_last_are_kept_with_their_time(project: Path) -> None:
+    for n in range(1, 5):
+        done = hook(fixture("user_prompt_submit", project, prompt=f"prompt {n}"), project)
+        assert (done.returncode, done.stderr) == (0, ""), done  # may print a block
+        quiet(hook(fixture("stop", project, last_assistant_message=f"reply {n}"), project))
+    turns = {k: v for k, v in state(project).items() if k.startswith("turn:")}
+    assert set(turns) == {"turn:last", "turn:prev-1", "turn:prev-2"}
+    for key, n in (("turn:last", 4), ("turn:prev-1", 3), ("turn:prev-2", 2)):
+        assert turns[key][0].endswith(f"| input: prompt {n} | response: reply {n}"), key
+    # A turn moved back keeps the time it happened: older than the last turn.
+    assert turns["turn:prev-2"][3] < turns["turn:prev-1"][3] < turns["turn:last"][3]
+    store = store_of(project)
+    newest = store.entries()
+    newest.sort(key=lambda e: e.updated_at)
+    assert newest[-1].key == "turn:last"
 
 
 def test_two_sessions_do_not_mix_their_turns(project: Path) -> None:
@@ -304,19 +403,376 @@ def test_stale_prompts_are_pruned(tmp_path: Path) -> None:
     assert turns.take("new") == "a current turn"
 
 
-# ----- PostToolUse -------------------------------------------------------------------
+# ----- PostToolUse: Bash ----------------------------------------------------------------
+
+
+def command_part(command: str, slug: str) -> str:
+    """``<slug>-<h>`` of §13.1, the slug written out by hand from the §6.6 rule."""
+    return f"{slug}-{hashlib.sha1(command.encode()).hexdigest()[:6]}"
+
+
+def bash(project: Path, command: str, stdout: str = "", **response: Any) -> dict[str, Any]:
+    payload = fixture("post_tool_use_bash", project)
+    payload["tool_input"]["command"] = command
+    payload["tool_response"] = {
+        "stdout": stdout,
+        "stderr": "",
+        "interrupted": False,
+        "isImage": False,
+        **response,
+    }
+    return payload
+
+
+def bash_failure(project: Path, command: str, error: str) -> dict[str, Any]:
+    payload = fixture("post_tool_use_failure_bash", project)
+    payload["tool_input"]["command"] = command
+    payload["error"] = error
+    return payload
+
+
+def open_error(project: Path) -> str | None:
+    """The key the block's map line names as the open error."""
+    store = store_of(project)
+    block = store.render("", 500)
+    store.close()
+    found = re.search(r"\| error: (\S+)", block.splitlines()[2])
+    return found.group(1) if found else None
+
+
+def test_bash_is_keyed_by_its_command(project: Path) -> None:
+    quiet(hook(bash(project, "pytest -q", "3 passed in 0.02s"), project))
+    quiet(hook(bash(project, "pytest -q tests/test_b.py", "3 passed in 0.02s"), project))
+    first = f"tool:Bash:{command_part('pytest -q', 'pytest__q')}"
+    second = f"tool:Bash:{command_part('pytest -q tests/test_b.py', 'pytest__q_tests_test_b_py')}"
+    tools = {k: v[0] for k, v in state(project).items() if k.startswith("tool:")}
+    assert tools == {first: "3 passed in 0.02s", second: "3 passed in 0.02s"}
+    # A rerun updates its own entry.
+    quiet(hook(bash(project, "pytest -q", "4 passed in 0.03s"), project))
+    tools = {k: v[0] for k, v in state(project).items() if k.startswith("tool:")}
+    assert tools == {first: "4 passed in 0.03s", second: "3 passed in 0.02s"}
+    # The hash tells apart commands whose slugs agree (the first 30 bytes).
+    long_a, long_b = "python -m pytest -q -k 'add or divide'", "python -m pytest -q -k 'power'"
+    quiet(hook(bash(project, long_a, "ok"), project))
+    quiet(hook(bash(project, long_b, "ok"), project))
+    slugs = [k for k in state(project) if k.startswith("tool:Bash:python__m_pytest__q__k__")]
+    assert len(slugs) == 2
+
+
+def test_a_failure_leads_with_its_status_and_failure_lines(project: Path) -> None:
+    payload = fixture("post_tool_use_failure_bash", project)
+    quiet(hook(payload, project))
+    part = command_part("python -m pytest tests/test_calc.py", "python__m_pytest_tests_test_ca")
+    value = state(project)[f"tool:Bash:{part}"][0]
+    # The traceback's noise comes first in the output; the value leads with
+    # what failed, and is cut to 300 bytes (§6.6) as a whole.
+    assert value.startswith(
+        "exit 1\n"
+        "FAILED tests/test_calc.py::test_divide - ZeroDivisionError: division by zero\n"
+        "E       ZeroDivisionError: division by zero\n"
+        "1 failed, 3 passed in 0.04s\n"
+    ), value
+    assert len(value.encode()) <= 303
+    error, kind = state(project)[f"error:{part}"][:2]
+    assert kind == "error"
+    assert error == (
+        "FAILED tests/test_calc.py::test_divide - ZeroDivisionError: division by zero\n"
+        "E       ZeroDivisionError: division by zero\n"
+        "1 failed, 3 passed in 0.04s"
+    )
+    assert open_error(project) == f"error:{part}"
+    # `membolt search ZeroDivisionError` finds it.
+    done = membolt_cli("search", "ZeroDivisionError", cwd=project)
+    assert f"- error:{part}: FAILED" in done.stdout
+
+
+def test_a_later_success_resolves_the_error_and_a_later_failure_reopens_it(
+    project: Path,
+) -> None:
+    command = "python -m pytest -q"
+    failed = "Exit code 1\nF...\nFAILED tests/test_calc.py::test_add - assert -1 == 5\n"
+    failed += "1 failed, 3 passed in 0.02s"
+    quiet(hook(bash_failure(project, command, failed), project))
+    key = f"error:{command_part(command, 'python__m_pytest__q')}"
+    assert open_error(project) == key
+    quiet(hook(bash(project, command, "....\n4 passed in 0.01s\n"), project))
+    assert state(project)[key][0] == (
+        "resolved: 4 passed in 0.01s (was: FAILED tests/test_calc.py::test_add - assert -1 == 5)"
+    )
+    assert open_error(project) is None  # a resolved marker of §5.5
+    # Another success leaves the resolution as it was.
+    before = state(project)[key]
+    quiet(hook(bash(project, command, "....\n4 passed in 0.01s\n"), project))
+    assert state(project)[key] == before
+    again = "Exit code 1\n...F\nFAILED tests/test_calc.py::test_power - assert 6 == 8\n"
+    quiet(hook(bash_failure(project, command, again + "1 failed, 3 passed"), project))
+    assert state(project)[key][0].startswith("FAILED tests/test_calc.py::test_power")
+    assert open_error(project) == key
+
+
+def test_the_open_error_is_the_newest_unresolved_one(project: Path) -> None:
+    quiet(hook(bash_failure(project, "make lint", "Exit code 2\nerror: unused import"), project))
+    quiet(hook(bash_failure(project, "make test", "Exit code 1\n1 failed"), project))
+    assert open_error(project) == f"error:{command_part('make test', 'make_test')}"
+    quiet(hook(bash(project, "make test", "12 passed"), project))
+    assert open_error(project) == f"error:{command_part('make lint', 'make_lint')}"
+
+
+@pytest.mark.parametrize(
+    ("stdout", "failure"),
+    [
+        # A pipe exits 0, but the output says what failed.
+        ("..F.\nFAILED t.py::test_x - assert 1 == 2\n1 failed, 3 passed in 0.1s", True),
+        ("Traceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'a'", True),
+        ("src/a.py:3: error: Incompatible types\nFound 1 error in 1 file", True),
+        ("error[E0308]: mismatched types\n --> src/main.rs:4:5", True),
+        ("Tests:       1 failed, 41 passed, 42 total", True),
+        ("12 passed, 1 skipped in 0.30s", False),
+        # Source code that mentions errors is not a failure.
+        ('def f():\n    """Raises:\n        ValueError: bad"""\n    except ValueError:', False),
+        ("src/x.py:12:    except KeyError:\nsrc/y.py:3: raise TypeError(", False),
+    ],
+)
+def test_what_counts_as_a_failure(project: Path, stdout: str, failure: bool) -> None:
+    quiet(hook(bash(project, "run it", stdout), project))
+    errors = [k for k in state(project) if k.startswith("error:")]
+    assert errors == ([f"error:{command_part('run it', 'run_it')}"] if failure else [])
+
+
+@pytest.mark.parametrize(
+    ("error", "lines"),
+    [
+        # A linter's diagnostics, when no other line says what failed.
+        (
+            "Exit code 1\n# example.com/limiter\nlimiter.go:52:2: copylocks: Allow passes lock "
+            "by value\nlimiter.go:60:1: unreachable code",
+            "limiter.go:52:2: copylocks: Allow passes lock by value\n"
+            "limiter.go:60:1: unreachable code",
+        ),
+        # Go: a panic, a data race; a bare FAIL says nothing more.
+        (
+            "Exit code 1\n--- FAIL: TestAllow (0.00s)\npanic: assignment to entry in nil map"
+            "\n\tpanic: again\nFAIL\nFAIL\texample.com/limiter\t0.01s",
+            "--- FAIL: TestAllow (0.00s)\nFAIL\texample.com/limiter\t0.01s\n"
+            "panic: assignment to entry in nil map",
+        ),
+        # Nothing says more: the last line, then the status.
+        ("Exit code 3\nbuilding\nstopped", "stopped\nexit 3"),
+    ],
+)
+def test_the_lines_an_error_holds(project: Path, error: str, lines: str) -> None:
+    quiet(hook(bash_failure(project, "check", error), project))
+    assert state(project)[f"error:{command_part('check', 'check')}"][0] == lines
+
+
+def test_a_reported_failure_never_resolves(project: Path) -> None:
+    command = "make test"
+    quiet(hook(bash_failure(project, command, "Exit code 1\nFAILED t.py::test_a"), project))
+    quiet(hook(bash_failure(project, command, "Command timed out after 2m 0s"), project))
+    key = f"error:{command_part(command, 'make_test')}"
+    assert state(project)[key][0] == "Command timed out after 2m 0s"
+    assert open_error(project) == key
+
+
+def test_an_exit_code_field_is_the_status(project: Path) -> None:
+    quiet(hook(bash(project, "make check", "checking...", exitCode=2), project))
+    part = command_part("make check", "make_check")
+    assert state(project)[f"tool:Bash:{part}"][0] == "exit 2\nchecking..."
+    assert state(project)[f"error:{part}"][0] == "checking...\nexit 2"
+
+
+def test_an_interrupted_run_says_so_and_resolves_nothing(project: Path) -> None:
+    command = "pytest -q"
+    quiet(hook(bash_failure(project, command, "Exit code 1\nFAILED t.py::test_x"), project))
+    quiet(hook(bash(project, command, "....", interrupted=True), project))
+    part = command_part(command, "pytest__q")
+    assert state(project)[f"tool:Bash:{part}"][0] == "interrupted\n...."
+    assert state(project)[f"error:{part}"][0] == "FAILED t.py::test_x"
+
+
+def test_lines_of_command_output_make_no_entries_of_their_own(project: Path) -> None:
+    stdout = "ERROR: tests/test_x.py not found\nSTATUS: red\n[MEMORY: ci:runner] pytest 8"
+    quiet(hook(bash(project, "pytest tests/test_x.py", stdout), project))
+    entries = state(project)
+    assert "error" not in entries  # not a §6.2 KEY line
+    assert "status" not in entries
+    assert entries["ci:runner"][0] == "pytest 8"  # a marker a script prints is kept
+    assert any(k.startswith("error:pytest_tests_test_x_py-") for k in entries)
+
+
+# ----- PostToolUse: edits and the task list -----------------------------------------------
+
+
+def test_an_edit_saves_the_change_and_the_file(project: Path) -> None:
+    quiet(hook(fixture("post_tool_use_edit", project), project))
+    entries = state(project)
+    assert entries["file:src/api/handler.ts"][:2] == (
+        "- if (!user) return 500 + if (!user) return 404",
+        "file",
+    )
+    assert entries["last_files"][0] == "src/api/handler.ts"
+    assert not [k for k in entries if k.startswith("tool:")]
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "tool_response", "change"),
+    [
+        ("Write", {}, {"type": "create", "content": "a\nb\n\nc\n"}, "created, 4 lines"),
+        (
+            "Write",
+            {},
+            {
+                "type": "update",
+                "content": "x = 2\n",
+                "structuredPatch": [
+                    {
+                        "oldStart": 1,
+                        "oldLines": 2,
+                        "newStart": 1,
+                        "newLines": 2,
+                        "lines": ["-", "-x = 1", " # keep", "+x = 2"],
+                    }
+                ],
+            },
+            "- x = 1 + x = 2",
+        ),
+        (
+            "MultiEdit",
+            {"edits": [{"old_string": "\n  retries = 3\n", "new_string": "  retries = 5"}]},
+            {},
+            "- retries = 3 + retries = 5",
+        ),
+        (
+            "NotebookEdit",
+            {"new_source": "\nimport numpy as np", "edit_mode": "insert"},
+            {},
+            "+ import numpy as np",
+        ),
+        ("NotebookEdit", {"cell_id": "c7", "edit_mode": "delete"}, {}, "- cell c7"),
+        ("Edit", {"old_string": "   ", "new_string": "   "}, {}, "edited"),
+    ],
+)
+def test_each_edit_tool_says_what_changed(
+    project: Path,
+    tool: str,
+    tool_input: dict[str, Any],
+    tool_response: dict[str, Any],
+    change: str,
+) -> None:
+    path = str(project / "src" / "app.py")
+    payload = fixture(
+        "post_tool_use_write",
+        project,
+        tool_name=tool,
+        tool_input={"file_path": path, **tool_input},
+        tool_response={"filePath": path, **tool_response},
+    )
+    quiet(hook(payload, project))
+    assert state(project)["file:src/app.py"][0] == change
+
+
+def test_last_files_keeps_the_ten_latest_changes_newest_first(project: Path) -> None:
+    for n in range(12):
+        payload = fixture("post_tool_use_edit", project)
+        payload["tool_response"]["filePath"] = str(project / f"f{n}.py")
+        quiet(hook(payload, project))
+    assert state(project)["last_files"][0] == ", ".join(f"f{n}.py" for n in range(11, 1, -1))
+    payload = fixture("post_tool_use_edit", project)
+    payload["tool_response"]["filePath"] = str(project / "f5.py")
+    quiet(hook(payload, project))
+    expected = ["f5.py", *(f"f{n}.py" for n in range(11, 1, -1) if n != 5)]
+    assert state(project)["last_files"][0] == ", ".join(expected)
+    # A file outside the project keeps its absolute path.
+    payload["tool_response"]["filePath"] = "/etc/hosts"
+    quiet(hook(payload, project))
+    assert "file:/etc/hosts" in state(project)
+
+
+def test_the_task_list_is_the_resume_point_while_work_remains(project: Path) -> None:
+    quiet(hook(fixture("post_tool_use_todo_write", project), project))
+    value, kind = state(project)["progress:todos"][:2]
+    assert kind == "progress"
+    assert value == (
+        "in progress: Fix divide() by zero | pending: Fix power(); Commit the fixes | done: 1"
+    )
+    store = store_of(project)
+    assert "| resume: progress:todos (" in store.render("", 500).splitlines()[2]
+    store.close()
+    payload = fixture("post_tool_use_todo_write", project)
+    for item in payload["tool_response"]["newTodos"]:
+        item["status"] = "completed"
+    quiet(hook(payload, project))
+    value = state(project)["progress:todos"][0]
+    assert value.startswith("done: 4")  # §5.5: done, so no longer the resume point
+    store = store_of(project)
+    assert "resume:" not in store.render("", 500).splitlines()[2]
+    store.close()
+
+
+def test_the_task_list_keeps_the_plan_and_the_fixes_as_its_parents(project: Path) -> None:
+    """The resume point's ancestry is kept first (§15.5): the task list's
+    parents are the fixes made while it had work left (newest first, three
+    at most) and the compaction's next step."""
+    quiet(hook(fixture("post_compact_claude_code", project), project))
+    quiet(hook(fixture("post_tool_use_todo_write", project), project))
+    assert state(project)["progress:todos"][2] == ("progress:next",)
+    fixed = []
+    for n in range(4):
+        command = f"pytest -q tests/test_{n}.py"
+        quiet(hook(bash_failure(project, command, f"Exit code 1\nFAILED test_{n}"), project))
+        quiet(hook(bash(project, command, "1 passed"), project))
+        fixed.append(f"error:{command_part(command, f'pytest__q_tests_test_{n}_py')}")
+    assert state(project)["progress:todos"][2] == (*fixed[:0:-1], "progress:next")
+    # An error of a failed run has no parent of its own.
+    assert all(state(project)[key][2] == () for key in fixed)
+    quiet(hook(fixture("post_tool_use_todo_write", project), project))  # the list changes
+    assert state(project)["progress:todos"][2] == (*fixed[:0:-1], "progress:next")
+    done = hook(fixture("session_start", project, source="resume"), project)
+    block = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    for key in (fixed[-1], "progress:next", "progress:current", "decision:fix-2"):
+        assert f"\n{key} [" in block, key
+
+
+def test_what_a_turn_leaves_is_newer_than_its_record(project: Path) -> None:
+    quiet(hook(fixture("stop", project), project))
+    entries = state(project)
+    assert entries["turn:last"][3] < entries["last_action"][3]
+    assert entries["turn:last"][3] < entries["api:missing-user"][3]
+
+
+@pytest.mark.parametrize(
+    ("name", "tool"),
+    [
+        ("post_tool_use_read", None),
+        ("post_tool_use_grep", None),
+        ("post_tool_use_bash", "Glob"),
+        ("post_tool_use_bash", "LS"),
+        ("post_tool_use_mcp", None),  # an MCP tool not on the capture list
+    ],
+)
+def test_read_only_tools_are_not_captured(project: Path, name: str, tool: str | None) -> None:
+    # Read's file holds a marker and Grep's output an action sentence: a
+    # captured result would produce entries.
+    payload = fixture(name, project, **({} if tool is None else {"tool_name": tool}))
+    quiet(hook(payload, project))
+    assert not membolt.project_store_path(project).exists()  # not even opened
+
+
+def test_a_failure_of_a_tool_other_than_bash_is_not_kept(project: Path) -> None:
+    payload = fixture(
+        "post_tool_use_failure_bash",
+        project,
+        tool_name="Edit",
+        tool_input={"file_path": str(project / "a.py")},
+        error="String to replace not found in file.",
+    )
+    quiet(hook(payload, project))
+    assert not membolt.project_store_path(project).exists()
 
 
 @pytest.mark.parametrize(
     ("name", "key", "value"),
     [
-        (
-            "post_tool_use_bash",
-            "tool:Bash:tests__41_passed__1_failed",
-            "Tests: 41 passed, 1 failed\nFAIL src/api/users.test.ts\nnpm ERR! Test failed.",
-        ),
-        ("post_tool_use_write", "tool:Write:created_src_api_users_ts", "Created src/api/users.ts"),
-        ("post_tool_use_edit", "tool:Edit:edited_src_api_handler_ts", "Edited src/api/handler.ts"),
         (
             "post_tool_use_web_search",
             "tool:WebSearch:redb_migration_guide",
@@ -332,39 +788,13 @@ def test_stale_prompts_are_pruned(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_tools_that_write_run_or_search_are_captured(
+def test_web_tools_are_captured_as_tool_results(
     project: Path, name: str, key: str, value: str
 ) -> None:
     quiet(hook(fixture(name, project), project))
     entry = store_of(project).get(key)
     assert entry is not None, state(project)
     assert (entry.value, entry.type) == (value, "tool_result")
-
-
-def test_a_write_records_the_file(project: Path) -> None:
-    quiet(hook(fixture("post_tool_use_write", project), project))
-    store = store_of(project)
-    assert store.get("last_files").value == "src/api/users.ts"
-    assert store.get("last_action").value == "src/api/users.ts"
-
-
-@pytest.mark.parametrize(
-    ("name", "tool"),
-    [
-        ("post_tool_use_read", None),
-        ("post_tool_use_grep", None),
-        ("post_tool_use_bash", "Glob"),
-        ("post_tool_use_bash", "LS"),
-        ("post_tool_use_bash", "TodoWrite"),
-        ("post_tool_use_mcp", None),  # an MCP tool not on the capture list
-    ],
-)
-def test_read_only_tools_are_not_captured(project: Path, name: str, tool: str | None) -> None:
-    # Read's file holds a marker and Grep's output an action sentence: a
-    # captured result would produce entries.
-    payload = fixture(name, project, **({} if tool is None else {"tool_name": tool}))
-    quiet(hook(payload, project))
-    assert not membolt.project_store_path(project).exists()  # not even opened
 
 
 def test_an_mcp_tool_on_the_capture_list_is_captured(project: Path) -> None:
@@ -387,22 +817,65 @@ def test_memory_tools_over_mcp_are_never_captured(project: Path) -> None:
 
 
 def test_result_text_of_other_shapes() -> None:
-    assert result_text("Bash", {}, {"stdout": "", "stderr": ""}, "/p") == ""
-    assert result_text("Bash", {}, {"stdout": "x", "interrupted": True}, "/p") == "x\n(interrupted)"
-    assert result_text("Bash", {}, "plain text output", "/p") == "plain text output"
-    assert result_text("Write", {"file_path": "/p/a.py"}, {"type": "update"}, "/p") == (
-        "Updated a.py"
-    )
     assert result_text("mcp__x__y", {}, {"content": [{"type": "text", "text": "hi"}]}, "/p") == (
         "hi"
     )
     assert result_text("mcp__x__y", {}, {"n": 1}, "/p") == '{"n":1}'
-    assert result_text(
-        "NotebookEdit", {}, {"notebook_path": "/p/n.ipynb", "error": "bad"}, "/p"
-    ) == ("bad (n.ipynb)")
+    assert result_text("WebFetch", {}, "plain text", "/p") == "plain text"
     assert project_path("/p/src/a.py", "/p") == "src/a.py"
     assert project_path("/other/a.py", "/p") == "/other/a.py"
     assert project_path("/pp/a.py", "/p") == "/pp/a.py"
+
+
+# ----- the project is the repository ----------------------------------------------------------
+
+
+def test_a_subdirectory_cwd_reaches_the_repository_store(tmp_path: Path) -> None:
+    repository = tmp_path / "repo"
+    (repository / ".git").mkdir(parents=True)
+    subdirectory = repository / "src" / "pkg"
+    subdirectory.mkdir(parents=True)
+    payload = fixture("post_tool_use_edit", repository, cwd=str(subdirectory))
+    payload["tool_response"]["filePath"] = str(subdirectory / "calc.py")
+    quiet(hook(payload, subdirectory))
+    assert not membolt.project_store_path(subdirectory).exists()
+    entries = state(repository)
+    assert entries["last_files"][0] == "src/pkg/calc.py"  # relative to the repository
+    done = hook(fixture("session_start", repository, cwd=str(subdirectory)), subdirectory)
+    assert (done.returncode, done.stderr) == (0, "")
+    # The next session, started in the subdirectory, is given the repository's memory.
+    assert "file:src/pkg/calc.py [file]" in done.stdout
+    assert "session:started" in state(repository)
+
+
+def test_a_linked_work_tree_is_a_project_of_its_own(tmp_path: Path) -> None:
+    main, linked = tmp_path / "main", tmp_path / "main" / "wt"
+    (main / ".git").mkdir(parents=True)
+    linked.mkdir()
+    (linked / ".git").write_text("gitdir: ../.git/worktrees/wt\n")
+    (linked / "src").mkdir()
+    quiet(hook(fixture("post_tool_use_edit", linked, cwd=str(linked / "src")), linked))
+    assert "last_files" in state(linked)
+    assert not membolt.project_store_path(main).exists()
+
+
+def test_claude_project_dir_names_the_project(project: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    payload = fixture("post_tool_use_edit", project, cwd=str(elsewhere))
+    quiet(hook(payload, elsewhere, CLAUDE_PROJECT_DIR=str(project)))
+    assert "last_files" in state(project)
+    assert not membolt.project_store_path(elsewhere).exists()
+
+
+def test_a_cwd_that_does_not_exist_is_refused(project: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such"
+    for name in ("session_start", "post_tool_use_edit", "stop", "user_prompt_submit"):
+        line = undisturbing(hook(fixture(name, project, cwd=str(missing)), project))
+        assert "no such directory" in line, name
+    line = undisturbing(hook(fixture("stop", project), project, CLAUDE_PROJECT_DIR=str(missing)))
+    assert "CLAUDE_PROJECT_DIR" in line
+    assert not any(tmp_path.rglob("memory.redb"))
 
 
 # ----- PostCompact and other events -------------------------------------------------------
@@ -417,6 +890,103 @@ def test_post_compact_captures_the_summary(project: Path) -> None:
     assert store.get("error_codes").value == "missing users give 404, not 500"
     assert store.get("error_codes").type == "decision"
     assert store.get("ci").type == "context"
+
+
+def test_claude_codes_summary_is_captured_by_section(project: Path) -> None:
+    quiet(hook(fixture("post_compact_claude_code", project), project))
+    entries = state(project)
+    assert entries["goal:request"][:3] == (
+        "The user asked to make every test in tests/test_calc.py pass by fixing src/calc.py, "
+        "one commit per fix.",
+        "prompt",
+        (),
+    )
+    assert entries["decision:fix-1"][:2] == (
+        "test_add failed with assert -1 == 5: add() returned a - b; fixed to return a + b.",
+        "decision",
+    )
+    assert entries["decision:fix-2"][0] == (
+        'ZeroDivisionError in divide(): Fixed by raising ValueError("division by zero") when '
+        "b == 0. The user asked for a ValueError rather than None."
+    )
+    assert "decision:fix-3" not in entries
+    assert (
+        entries["progress:pending"][0]
+        == "pending: Fix power() so that test_power passes; Commit the fix"
+    )
+    assert entries["progress:current"][0] == (
+        "in progress: Ran the whole suite after committing the divide() fix: test_power fails "
+        "with assert 6 == 8."
+    )
+    assert entries["progress:next"][0] == (
+        "to do next: Change power() in src/calc.py to return a ** b, then run python -m pytest -q."
+    )
+    # The analysis before the summary numbers its own points: nothing from it.
+    assert not [k for k in entries if "power() was still" in entries[k][0]]
+    # One chain, the next step last: the resume point's ancestry is the note.
+    assert entries["progress:next"][2] == ("progress:current",)
+    assert entries["progress:current"][2] == ("progress:pending",)
+    assert entries["progress:pending"][2] == ("decision:fix-2",)
+    assert entries["decision:fix-1"][2] == ("goal:request",)
+    assert "checkpoint:summary" not in entries  # not §7's sections
+    store = store_of(project)
+    block = store.render("", 500)
+    assert "| resume: progress:next (" in block.splitlines()[2]
+    for key in ("goal:request", "decision:fix-1", "decision:fix-2", "progress:pending"):
+        assert f"\n{key} [" in block, key
+
+
+def test_a_section_that_says_none_is_done(project: Path) -> None:
+    summary = (
+        "<analysis>\nnothing\n</analysis>\n<summary>\n1. Primary Request and Intent:\n"
+        "   Rename the CLI flag.\n4. Errors and fixes:\n   None.\n"
+        "7. Pending Tasks:\n   None.\n8. Current Work:\n   - None - the rename is merged\n"
+        "9. Optional Next Step:\n   No next step; the task is complete.\n</summary>"
+    )
+    quiet(hook(fixture("post_compact", project, compact_summary=summary), project))
+    entries = state(project)
+    assert entries["progress:pending"][0] == "done: none"
+    assert entries["progress:current"][0] == "done: none"
+    assert entries["progress:next"][0] == "done: none"
+    assert not [k for k in entries if k.startswith("decision:fix")]
+    store = store_of(project)
+    assert "resume:" not in store.render("", 500).splitlines()[2]
+    store.close()
+    # A next step is to do whatever its words (here "complete").
+    summary = summary.replace("No next step; the task is complete.", "Run the complete suite.")
+    quiet(hook(fixture("post_compact", project, compact_summary=summary), project))
+    assert state(project)["progress:next"][0] == "to do next: Run the complete suite."
+    store = store_of(project)
+    assert "resume: progress:next" in store.render("", 500).splitlines()[2]
+
+
+@pytest.mark.parametrize(
+    "summary",
+    [
+        # The section headers models write: numbered, bold, markdown.
+        "<summary>\n1. **Primary Request and Intent**:\n   Fix the login test.\n"
+        "4. **Errors and Fixes**:\n   - **Error**: `TimeoutError`\n     **Fix**: waited 10s\n"
+        "   - **Error**: `KeyError: 'token'`\n     **Fix**: read the body\n"
+        "9. **Optional Next Step**:\n   Run the e2e suite.\n</summary>",
+        "## 1. Primary Request and Intent\nFix the login test.\n## 4. Errors and Fixes\n"
+        "### Error: TimeoutError\n- Fix: waited 10s\n### Error: KeyError: 'token'\n"
+        "- Fix: read the body\n## 5. Problem Solving\nBoth fixed.\n"
+        "## 9. Optional Next Step\nRun the e2e suite.\n# Notes\nnothing",
+        "Summary:\n1. Primary Request and Intent: Fix the login test.\n"
+        "4. Errors & fixes:\n- Error: TimeoutError; Fix: waited 10s\n"
+        "- Error: KeyError: 'token'; Fix: read the body\n"
+        "9. Optional Next Step: Run the e2e suite.",
+    ],
+)
+def test_the_summary_sections_in_the_forms_models_write_them(project: Path, summary: str) -> None:
+    quiet(hook(fixture("post_compact", project, compact_summary=summary), project))
+    entries = state(project)
+    assert entries["goal:request"][0] == "Fix the login test."
+    fixes = [entries[f"decision:fix-{n}"][0] for n in (1, 2)]
+    assert re.search("TimeoutError.*10s", fixes[0]), fixes
+    assert re.search("KeyError.*read the body", fixes[1]), fixes
+    assert "decision:fix-3" not in entries
+    assert entries["progress:next"][0] == "to do next: Run the e2e suite."
 
 
 @pytest.mark.parametrize("event", ["SessionEnd", "Notification", "PreToolUse", "SubagentStop"])
@@ -484,25 +1054,151 @@ def holder(path: Path) -> subprocess.Popen[str]:
     return child
 
 
-def test_a_busy_store_never_disturbs_the_session(project: Path) -> None:
+def release(child: subprocess.Popen[str]) -> None:
+    assert child.stdin is not None
+    child.stdin.close()
+    child.wait(timeout=60)
+
+
+def spool_of(project: Path) -> Path:
+    return Path(f"{membolt.project_store_path(project)}.spool")
+
+
+def test_a_busy_store_keeps_the_events_for_the_next_writer(project: Path) -> None:
+    """§13.1: a hook that finds the store busy for 1 s spools its event and
+    exits 0; the next process that writes applies the events first, in
+    order, once."""
     before = seeded(project)
+    command = "python -m pytest tests/test_calc.py"
+    events = [
+        fixture("session_start", project, source="resume"),
+        fixture("post_tool_use_failure_bash", project),
+        fixture("post_tool_use_edit", project),
+        fixture("post_tool_use_todo_write", project),
+        bash(project, command, "....\n4 passed in 0.03s"),  # resolves the failure above
+        fixture("post_compact_claude_code", project),
+        fixture("stop", project, last_assistant_message="Fixed divide(). power() is next."),
+    ]
     child = holder(membolt.project_store_path(project))
     try:
-        for name in ("session_start", "user_prompt_submit", "post_tool_use_bash", "post_compact"):
-            line = undisturbing(hook(fixture(name, project), project, "--timeout", "0.3"))
-            assert "StoreBusyError" in line, name
-            if name == "session_start":  # no render after the failed write (a second wait)
-                assert "start_session could not save" in line
-        # Stop takes the prompt kept above, then cannot save the turn.
-        line = undisturbing(hook(fixture("stop", project), project, "--timeout", "0.3"))
-        assert "after_turn" in line
-        assert "StoreBusyError" in line
-        quiet(hook(fixture("post_tool_use_read", project), project, "--timeout", "0.3"))
+        # The prompt is kept beside the store; only the block is missed.
+        prompt = fixture("user_prompt_submit", project, prompt="fix divide")
+        assert "StoreBusyError" in undisturbing(hook(prompt, project))
+        for payload in events:
+            done = hook(payload, project)
+            # No stdout (a SessionStart cannot render a store it cannot
+            # read), no stderr: the event is not lost.
+            quiet(done)
+        quiet(hook(fixture("post_tool_use_read", project), project))
+        spool = spool_of(project)
+        assert stat.S_IMODE(spool.stat().st_mode) == 0o600
+        assert len(spool.read_bytes().splitlines()) == len(events)
     finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(timeout=60)
-    assert state(project) == before
+        release(child)
+    assert state(project) == before  # nothing applied while the store was held
+    # The next writer, here a plain `membolt save`, applies them first.
+    done = membolt_cli("save", "note:after", "written after the events", cwd=project)
+    assert done.returncode == 0, done
+    entries = state(project)
+    part = command_part(command, "python__m_pytest_tests_test_ca")
+    assert entries[f"error:{part}"][0].startswith("resolved: 4 passed in 0.03s (was: FAILED")
+    assert (
+        entries["file:src/api/handler.ts"][0] == "- if (!user) return 500 + if (!user) return 404"
+    )
+    assert entries["progress:todos"][0].startswith("in progress: Fix divide() by zero")
+    assert entries["progress:next"][0].startswith("to do next: Change power()")
+    assert entries["last_action"][0] == "Fixed divide()"
+    assert entries["turn:last"][0].endswith(
+        "| input: fix divide | response: Fixed divide(). power() is next."
+    )
+    assert entries["session:resumed"][0].startswith("source resume, model claude-sonnet-4-6, at ")
+    # In order: each event is newer than the one before, the save newest.
+    # The fix joins the task list's parents (the list is saved again).
+    assert entries["progress:todos"][2] == (f"error:{part}",)
+    order = [
+        "session:resumed",
+        "file:src/api/handler.ts",
+        f"error:{part}",  # resolved by the fifth event
+        "progress:todos",
+        "progress:next",
+        "turn:last",
+        "note:after",
+    ]
+    stamps = [entries[key][3] for key in order]
+    assert stamps == sorted(stamps)
+    assert spool_of(project).read_bytes() == b""
+    # Once: another writer finds nothing left to apply.
+    membolt_cli("save", "note:later", "x", cwd=project)
+    again = state(project)
+    assert {k: v for k, v in again.items() if k != "note:later"} == entries
+
+
+def test_the_next_hook_applies_the_spool_before_its_own_event(project: Path) -> None:
+    command = "pytest -q"
+    child = holder(membolt.project_store_path(project))
+    try:
+        quiet(hook(bash_failure(project, command, "Exit code 1\nFAILED t.py::test_a"), project))
+    finally:
+        release(child)
+    assert spool_of(project).stat().st_size > 0
+    # This success reads the error the spooled failure leaves, and resolves it.
+    quiet(hook(bash(project, command, "1 passed"), project))
+    key = f"error:{command_part(command, 'pytest__q')}"
+    assert state(project)[key][0] == "resolved: 1 passed (was: FAILED t.py::test_a)"
+    assert spool_of(project).read_bytes() == b""
+
+
+def test_spooled_events_are_applied_once_by_concurrent_writers(project: Path) -> None:
+    child = holder(membolt.project_store_path(project))
+    try:
+        for n in range(1, 4):
+            stop = fixture("stop", project, last_assistant_message=f"reply {n}")
+            quiet(hook(stop, project))
+            edit = fixture("post_tool_use_edit", project)
+            edit["tool_response"]["filePath"] = str(project / f"f{n}.py")
+            quiet(hook(edit, project))
+    finally:
+        release(child)
+    writers = [
+        subprocess.Popen(
+            [*HOOK[:3], "save", f"note:w{n}", "x"],
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for n in range(4)
+    ]
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0
+    entries = state(project)
+    turns = [
+        entries[key][0].rsplit("| response: ", 1)[1]
+        for key in ("turn:last", "turn:prev-1", "turn:prev-2")
+    ]
+    assert turns == ["reply 3", "reply 2", "reply 1"]
+    assert entries["last_files"][0] == "f3.py, f2.py, f1.py"
+    assert all(f"note:w{n}" in entries for n in range(4))
+
+
+def test_a_busy_store_still_answers_a_prompt_with_one_line(project: Path) -> None:
+    seeded(project)
+    child = holder(membolt.project_store_path(project))
+    try:
+        line = undisturbing(hook(fixture("user_prompt_submit", project), project))
+        assert "StoreBusyError" in line
+    finally:
+        release(child)
+    # The prompt was kept for the turn all the same.
+    quiet(hook(fixture("stop", project), project))
+    assert "| input: Why does the users endpoint" in state(project)["turn:last"][0]
+
+
+def test_an_event_that_is_not_utf8_is_read_with_replacement_characters(project: Path) -> None:
+    payload = json.dumps(bash(project, "echo caf\u00e9", "caf\u00e9 ok"), ensure_ascii=False)
+    broken = payload.encode().replace("caf\u00e9 ok".encode(), b"caf\xe9 ok")
+    quiet(hook(broken, project))
+    tools = [v[0] for k, v in state(project).items() if k.startswith("tool:Bash:")]
+    assert tools == ["caf\ufffd ok"]
 
 
 def test_a_damaged_store_never_disturbs_the_session(project: Path) -> None:
@@ -535,7 +1231,7 @@ def test_db_option_chooses_the_store(project: Path, tmp_path: Path) -> None:
     quiet(hook(fixture("post_tool_use_write", project), project, "--db", str(db)))
     assert not membolt.project_store_path(project).exists()
     store = membolt.MemoryStore(db)
-    assert store.get("tool:Write:created_src_api_users_ts") is not None
+    assert store.get("file:src/api/users.ts").value == "created, 1 lines"
 
 
 def test_the_hook_path_imports_only_what_the_event_needs(project: Path) -> None:
@@ -649,13 +1345,21 @@ def test_hooks_print_at_most_the_ceiling_on_a_large_store(project: Path) -> None
 # ----- install and uninstall ---------------------------------------------------------------
 
 
+#: The directory of this environment's ``membolt`` script.
+SCRIPTS = str(Path(sys.executable).parent)
+#: A PATH on which that ``membolt`` is found (a project-scope install needs it).
+WITH_MEMBOLT = f"{SCRIPTS}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+#: A PATH on which no ``membolt`` is found.
+WITHOUT_MEMBOLT = "/usr/bin:/bin"
+
+
 def membolt_cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "membolt.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, **env},
+        env={**os.environ, "PATH": WITH_MEMBOLT, **env},
         timeout=120,
         check=False,
     )
@@ -700,33 +1404,75 @@ def our_handlers(settings: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 def test_install_writes_the_hooks_and_the_server(project: Path) -> None:
     out = installs("install", "claude-code", cwd=project)
     assert "added membolt's hooks" in out
+    # §13.1: it says the command comes from PATH.
+    assert f"run `membolt` from PATH (here {SCRIPTS}/membolt)" in out
     settings = read(project / ".claude" / "settings.json")
     assert list(settings["hooks"]) == list(install.HOOK_EVENTS)
-    command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
-    assert shlex.split(command) == [
-        str(Path(sys.executable).parent / "membolt"),
-        "hook",
-        "claude-code",
-    ]
+    # Nothing machine-specific in files a team commits.
+    command = "membolt hook claude-code"
     for event, groups in settings["hooks"].items():
         (group,) = groups
         assert group["hooks"] == [{"type": "command", "command": command, "timeout": 15}]
         if event == "PostToolUse":
             assert group["matcher"] == (
-                "^(Bash|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Write)$"
+                "^(Bash|Edit|MultiEdit|NotebookEdit|TodoWrite|WebFetch|WebSearch|Write)$"
             )
+        elif event == "PostToolUseFailure":
+            assert group["matcher"] == "^(Bash)$"
         else:
             assert "matcher" not in group
     assert read(project / ".mcp.json") == {
-        "mcpServers": {
-            "membolt": {
-                "type": "stdio",
-                "command": str(Path(sys.executable).parent / "membolt"),
-                "args": ["mcp", "--cwd", str(project)],
-            }
-        }
+        "mcpServers": {"membolt": {"type": "stdio", "command": "membolt", "args": ["mcp"]}}
     }
     assert files_in(project) == {".claude", ".claude/settings.json", ".mcp.json"}
+    for name in (".claude/settings.json", ".mcp.json"):
+        text = (project / name).read_text()
+        assert SCRIPTS not in text
+        assert str(project) not in text
+
+
+def test_a_project_install_needs_membolt_on_path(project: Path) -> None:
+    line = refused("install", "claude-code", cwd=project, PATH=WITHOUT_MEMBOLT)
+    assert "membolt is not on PATH" in line
+    assert "--command" in line
+    assert files_in(project) == set()
+
+
+def test_command_goes_to_the_user_scope_or_the_local_settings(
+    project: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    script = f"{SCRIPTS}/membolt"
+    env = {"HOME": str(home), "PATH": WITHOUT_MEMBOLT}
+    # --command alone: the user scope.
+    installs("install", "claude-code", "--command", script, cwd=project, **env)
+    user = read(home / ".claude" / "settings.json")
+    assert shlex.split(user["hooks"]["Stop"][0]["hooks"][0]["command"]) == [
+        script,
+        "hook",
+        "claude-code",
+    ]
+    assert read(home / ".claude.json")["mcpServers"]["membolt"]["command"] == script
+    assert files_in(project) == set()
+    # With --local: this machine's settings of the project.
+    installs("install", "claude-code", "--local", "--command", script, cwd=project, **env)
+    local = read(project / ".claude" / "settings.local.json")
+    assert local["hooks"]["Stop"][0]["hooks"][0]["command"] == f"{script} hook claude-code"
+    servers = read(home / ".claude.json")["projects"][str(project)]["mcpServers"]
+    assert servers == {"membolt": {"type": "stdio", "command": script, "args": ["mcp"]}}
+    assert files_in(project) == {".claude", ".claude/settings.local.json"}
+    # Never into the shared files.
+    line = refused(
+        "install", "claude-code", "--scope", "project", "--command", script, cwd=project, **env
+    )
+    assert "--local" in line
+    assert "not a membolt executable" in refused(
+        "install", "claude-code", "--command", "/bin/sh", cwd=project, **env
+    )
+    installs("uninstall", "claude-code", "--local", cwd=project, **env)
+    assert files_in(project) == {".claude"}
+    assert "membolt" not in json.dumps(read(home / ".claude.json")["projects"])
 
 
 def test_the_installed_command_runs_the_hook(project: Path) -> None:
@@ -743,6 +1489,7 @@ def test_the_installed_command_runs_the_hook(project: Path) -> None:
         capture_output=True,
         text=True,
         cwd=project,
+        env={**os.environ, "PATH": WITH_MEMBOLT},
         check=False,
     )
     quiet(done)
@@ -797,6 +1544,7 @@ def test_install_keeps_every_other_setting_and_uninstall_restores_them(project: 
         "PreToolUse": 0,
         "SessionStart": 1,
         "UserPromptSubmit": 1,
+        "PostToolUseFailure": 1,
         "PostCompact": 1,
     }
     servers = read(project / ".mcp.json")
@@ -933,7 +1681,8 @@ def test_install_rejects_bad_options(project: Path, args: list[str], message: st
 
 def test_install_into_another_directory(project: Path, tmp_path: Path) -> None:
     installs("install", "claude-code", "--dir", str(project), cwd=tmp_path)
-    assert read(project / ".mcp.json")["mcpServers"]["membolt"]["args"][-1] == str(project)
+    assert read(project / ".mcp.json")["mcpServers"]["membolt"]["args"] == ["mcp"]
+    assert files_in(project) == {".claude", ".claude/settings.json", ".mcp.json"}
 
 
 # ----- the package's lazy imports keep its public names --------------------------------------
@@ -976,5 +1725,82 @@ def test_the_hooks_use_the_teams_database_when_one_is_configured(
     quiet(hook(fixture("stop", project, last_assistant_message=reply), project, **env))
     store = membolt.MemoryStore(postgres_url, project=team)
     assert store.get("decision:cookies").value == "expire after 1 day"  # type: ignore[union-attr]
-    assert store.get("last_action").value == "the session cookie expiry"  # type: ignore[union-attr]
+    assert store.get("last_action").value == "Fixed the session cookie expiry"  # type: ignore[union-attr]
     assert "decision:cookies" not in state(project)  # nothing in the local file
+
+
+def test_an_unreachable_server_keeps_the_event_for_the_next_writer(
+    project: Path, postgres_server: Any, tmp_path: Path
+) -> None:
+    """§13.1: an unreachable PostgreSQL server spools too, in a file of the
+    project under the store home; the next writer applies it."""
+    team = f"team-{uuid.uuid4().hex}"
+    home = tmp_path / "home"
+    env = {"MEMBOLT_DATABASE_URL": postgres_server.url(), "MEMBOLT_PROJECT": team}
+    env["MEMBOLT_HOME"] = str(home)
+    postgres_server.stop()
+    try:
+        quiet(hook(fixture("post_tool_use_failure_bash", project), project, **env))
+        (spool,) = (home / "postgresql-spool").iterdir()
+        assert stat.S_IMODE(spool.stat().st_mode) == 0o600
+        assert spool.stat().st_size > 0
+    finally:
+        postgres_server.start()
+    done = membolt_cli("save", "note:after", "x", cwd=project, **env)
+    assert done.returncode == 0, done
+    store = membolt.MemoryStore(postgres_server.url(), project=team)
+    errors = [e.key for e in store.entries() if e.key.startswith("error:")]
+    part = command_part("python -m pytest tests/test_calc.py", "python__m_pytest_tests_test_ca")
+    assert errors == [f"error:{part}"]
+    assert spool.read_bytes() == b""
+
+
+# ----- the MCP server finds the project as the hooks do -----------------------------------------
+
+
+def test_the_mcp_server_serves_the_repository_of_its_directory(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    repository = tmp_path / "repo"
+    (repository / ".git").mkdir(parents=True)
+    (repository / "src").mkdir()
+    store = store_of(repository)
+    store.save("decision:db", "use redb")
+    store.close()
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": "init",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    lines = [
+        json.dumps(initialize),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "memory_list", "arguments": {}},
+            }
+        ),
+    ]
+    base = {k: v for k, v in os.environ.items() if k != PROJECT_DIR_VARIABLE}
+    done = subprocess.run(
+        [sys.executable, "-m", "membolt.cli", "mcp"],
+        input="".join(f"{line}\n" for line in lines),
+        capture_output=True,
+        text=True,
+        cwd=repository / "src",
+        env=base,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    (listed,) = [r for r in replies if r.get("id") == 2]
+    assert "decision:db" in listed["result"]["content"][0]["text"]
+    assert not membolt.project_store_path(repository / "src").exists()

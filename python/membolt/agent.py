@@ -169,22 +169,11 @@ class AgentMemory:
 
     def auto_capture(self, summary: str) -> int:
         """Capture a compaction summary (§7); returns the entries written."""
-        from .compaction import parse_summary
+        from .compaction import capture_summary
 
-        def run() -> int:
-            facts = parse_summary(clean_text(summary))
-            if not facts:
-                return 0
-            checkpoint, bullets = facts[0], facts[1:]
-            items: list[tuple[str, str, str | None, list[str] | None]] = [
-                (checkpoint.key, checkpoint.value, checkpoint.type, None)
-            ]
-            # A new bullet references the checkpoint; an existing one keeps its
-            # references (the extraction batch rule, §3.3).
-            items += [(b.key, b.value, b.type, [checkpoint.key]) for b in bullets]
-            return len(self.store.save_many(items, caps=extraction_caps))
-
-        return self._guarded("auto_capture", run)
+        return self._guarded(
+            "auto_capture", lambda: capture_summary(self.store, clean_text(summary))
+        )
 
     def _save_facts(self, facts: Iterable[Fact], then: list[tuple[str, str]] | None = None) -> int:
         items = [(fact.key, fact.value, fact.type) for fact in facts]

@@ -50,7 +50,13 @@ def open_store(args: argparse.Namespace, *, writes: bool = False) -> MemoryStore
     db = getattr(args, "db", None)
     if not writes and db is not None and not is_database_url(db) and not Path(db).exists():
         raise CommandError(f"no store at {db}")
-    return stores.open_store(**_where(args), timeout=args.timeout)
+    return stores.open_store(**_where(args), timeout=_timeout(args))
+
+
+def _timeout(args: argparse.Namespace) -> float:
+    """``--timeout``, else the store's default (§1.4)."""
+    timeout: float | None = getattr(args, "timeout", None)
+    return _core.DEFAULT_TIMEOUT if timeout is None else timeout
 
 
 def _iso(ms: int) -> str:
@@ -198,7 +204,7 @@ def cmd_doctor(args: argparse.Namespace) -> None:
     store.close()
     if not path.exists():
         raise CommandError(f"no store at {path}")
-    report = doctor.inspect(path, args.timeout)
+    report = doctor.inspect(path, _timeout(args))
     print(f"store:   {path}")
     print(f"size:    {report.file_bytes} bytes")
     print(f"entries: {report.entries}")
@@ -229,7 +235,7 @@ def cmd_repair(args: argparse.Namespace) -> None:
     if not path.exists():
         raise CommandError(f"no store at {path}")
     target = Path(args.output) if args.output else repair.default_target(path)
-    done = repair.salvage(path, target, args.timeout)
+    done = repair.salvage(path, target, _timeout(args))
     print(f"repaired into {target}: {done.saved} entries ({done.from_journal} from the journal)")
     for key in done.lost_keys:
         print(f"lost:    {key}")
@@ -321,7 +327,17 @@ def graph_mermaid(entries: Sequence[Entry]) -> str:
 def cmd_mcp(args: argparse.Namespace) -> None:
     from .mcp import run_mcp_server
 
-    run_mcp_server(**_where(args), timeout=args.timeout)
+    where = _where(args)
+    if where["db"] is None and where["cwd"] is None:
+        # §13.1: the project as the Claude Code hooks find it, so that the
+        # server started in a subdirectory serves the repository's memory.
+        from .claude_code.project import ProjectError, project_root
+
+        try:
+            where["cwd"] = project_root(os.getcwd())
+        except ProjectError as error:
+            raise CommandError(str(error)) from None
+    run_mcp_server(**where, timeout=_timeout(args))
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
@@ -347,7 +363,7 @@ def cmd_hook(args: argparse.Namespace) -> None:
         db=getattr(args, "db", None),
         project_dir=getattr(args, "cwd", None),
         project=getattr(args, "project", None),
-        timeout=args.timeout,
+        timeout=getattr(args, "timeout", None),
         capture=args.capture,
     )
 
@@ -360,9 +376,11 @@ def cmd_settings(args: argparse.Namespace) -> None:
         raise CommandError(f"{args.command} takes --dir DIR, not --db or --cwd")
     try:
         if args.command == "install":
-            report = install.install(args.scope, args.dir, args.capture)
+            report = install.install(
+                args.scope, args.dir, args.capture, local=args.local, command=args.program
+            )
         else:
-            report = install.uninstall(args.scope, args.dir)
+            report = install.uninstall(args.scope, args.dir, local=args.local)
     except install.SettingsError as error:
         raise CommandError(str(error)) from None
     for line in report:
@@ -399,8 +417,9 @@ def _location_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     parser.add_argument(
         "--timeout",
         type=float,  # its range is checked by the core, with every other timeout
-        default=_core.DEFAULT_TIMEOUT if top else argparse.SUPPRESS,
-        help="seconds to wait for another process holding the store (default 5)",
+        default=None if top else argparse.SUPPRESS,
+        help="seconds to wait for another process holding the store (default 5; a hook "
+        "waits 1, then keeps its event for the next writer)",
     )
 
 
@@ -475,12 +494,30 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         sub = command(name, cmd_settings, help_text)
         sub.add_argument("agent", choices=("claude-code",))
-        sub.add_argument("--scope", choices=("project", "user"), default="project")
+        sub.add_argument(
+            "--scope",
+            choices=("project", "user"),
+            default=None,
+            help="project (default): the project's shared .claude/settings.json and .mcp.json; "
+            "user: ~/.claude/settings.json and ~/.claude.json",
+        )
         sub.add_argument(
             "--dir", metavar="DIR", help="the project (default: the working directory)"
         )
+        sub.add_argument(
+            "--local",
+            action="store_true",
+            help="this machine's settings of the project (.claude/settings.local.json)",
+        )
         if name == "install":
             _capture_option(sub)
+            sub.add_argument(
+                "--command",
+                dest="program",
+                metavar="PATH",
+                help="the membolt executable the hooks run (user scope, or --local); "
+                "default: `membolt` from PATH for a project, this installation otherwise",
+            )
     return parser
 
 
@@ -566,7 +603,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("membolt: error: standard output is closed", file=sys.stderr)
         return EXIT_ERROR
     try:
-        _check_project_directory(args)
+        if args.handler is not cmd_hook:  # a hook reports it on its own terms (exit 0)
+            _check_project_directory(args)
         args.handler(args)
     except BrokenPipeError:
         # Output piped into `head`: not an error worth a traceback. (Before

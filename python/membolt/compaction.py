@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from ._core import truncate
+from .caps import extraction_caps
 from .extract import (
     MAX_CANDIDATES_PER_TEXT,
     MAX_FACTS_PER_TEXT,
@@ -30,11 +32,15 @@ from .extract import (
 )
 from .sanitize import WS_NOT_NEWLINE_CLASS, trim
 
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
 __all__ = [
     "CHECKPOINT_KEY",
     "bullet_fact",
     "bullet_facts",
     "bullet_key",
+    "capture_summary",
     "checkpoint_fact",
     "parse_summary",
 ]
@@ -133,3 +139,20 @@ def parse_summary(summary: str) -> list[Fact]:
     for section, entry_type in BULLET_SECTIONS:
         facts += bullet_facts(bodies.get(section, ""), entry_type)
     return keep_first_per_key(facts)
+
+
+def capture_summary(store: MemoryStore, summary: str) -> int:
+    """Saves the facts of a compaction summary (§7) in one batch with the
+    extraction caps; returns the number of entries written. Raises what the
+    store raises (``AgentMemory.auto_capture`` is the hook that does not)."""
+    facts = parse_summary(summary)
+    if not facts:
+        return 0
+    checkpoint, bullets = facts[0], facts[1:]
+    items: list[tuple[str, str, str | None, list[str] | None]] = [
+        (checkpoint.key, checkpoint.value, checkpoint.type, None)
+    ]
+    # A new bullet references the checkpoint; an existing one keeps its
+    # references (the extraction batch rule, §3.3).
+    items += [(b.key, b.value, b.type, [checkpoint.key]) for b in bullets]
+    return len(store.save_many(items, caps=extraction_caps))

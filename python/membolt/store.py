@@ -26,6 +26,8 @@ from .classify import DEFAULT_TYPE, classify, parent_type
 from .errors import ArgumentTypeError
 
 STORE_FILE_NAME = "memory.redb"
+#: §13.1: where the spools of PostgreSQL projects live, under the store home.
+DATABASE_SPOOL_DIRECTORY = "postgresql-spool"
 DEFAULT_TIMEOUT = _core.DEFAULT_TIMEOUT
 #: §12: the PostgreSQL server of a team's memory, and the project's name on it.
 DATABASE_URL_VARIABLE = "MEMBOLT_DATABASE_URL"
@@ -237,7 +239,9 @@ class MemoryStore(_core.Store):
         ``""``, and ``references`` or its automatic parent (§3.2). An existing
         key keeps its type, namespace and references unless given.
         """
-        return self._save(save_request(key, value, type, namespace, references))
+        request = save_request(key, value, type, namespace, references)
+        self.apply_spool()
+        return self._save(request)
 
     def save_many(
         self,
@@ -268,7 +272,71 @@ class MemoryStore(_core.Store):
             requests.append(save_request(key, value, explicit, None, references))
         plain = [save_request(*_fields(pair, 2, 2, "then item")) for pair in then]
         applied = _caps_for([request.key for request in requests], caps)
+        self.apply_spool()
         return self._save_many(requests, caps=applied, then=plain)
+
+    def delete(self, key: str) -> bool:
+        """Delete one entry; True when it existed (§1.3)."""
+        self.apply_spool()
+        return super().delete(key)
+
+    def link(self, key: str, parent: str) -> bool:
+        """Add ``parent`` to the references of ``key`` (§3.4)."""
+        self.apply_spool()
+        return super().link(key, parent)
+
+    def unlink(self, key: str, parent: str) -> bool:
+        """Remove ``parent`` from the references of ``key`` (§3.4)."""
+        self.apply_spool()
+        return super().unlink(key, parent)
+
+    def import_entries(self, entries: Iterable[Entry]) -> int:
+        """Write entries exactly as given (stamps included); returns how many
+        changed. Used by ``membolt import``."""
+        self.apply_spool()
+        return super().import_entries(entries)
+
+    # ----- the spool of events kept for a busy store (§13.1) ----------------
+
+    @property
+    def spool_path(self) -> Path:
+        """Where events wait when this store was busy (see ``membolt.spool``):
+        ``<store file>.spool``; for a PostgreSQL project, a file of its own
+        under the store home (``$MEMBOLT_HOME``)."""
+        cached: Path | None = self.__dict__.get("_spool_path")
+        if cached is None:
+            if self.path is not None:
+                cached = Path(f"{os.fspath(self.path)}.spool")
+            else:
+                import hashlib
+
+                name = hashlib.sha1(self.location.encode("utf-8", "replace")).hexdigest()
+                cached = default_base_dir() / DATABASE_SPOOL_DIRECTORY / f"{name}.spool"
+            self.__dict__["_spool_path"] = cached
+        return cached
+
+    def apply_spool(self) -> int:
+        """Applies the events kept in this store's spool, in order, each once
+        (§13.1); returns how many. Every write calls it first; when the spool
+        is empty it costs one ``stat``. Holds the store meanwhile; raises the
+        store's error when it is busy."""
+        path = self.spool_path
+        try:
+            if os.stat(path).st_size == 0:
+                return 0
+        except OSError:
+            return 0  # no spool: the common case, one failed stat
+        from . import spool
+
+        draining = _draining_stores()
+        if id(self) in draining:
+            return 0  # the writes of the records being applied
+        with self.hold():
+            draining.add(id(self))
+            try:
+                return spool.drain(path, lambda record: spool.apply_record(self, record))
+            finally:
+                draining.discard(id(self))
 
     def keys_under(self, prefix: str) -> list[str]:
         """The keys that start with ``prefix``, sorted (``keys()`` for ``""``).
@@ -371,10 +439,20 @@ class Batch:
         if enclosing is not None:
             enclosing._ops.extend(ops)
         else:
+            self._store.apply_spool()
             self.results = self._store._apply_batch(ops)
 
 
 _batches = threading.local()
+_drains = threading.local()
+
+
+def _draining_stores() -> set[int]:
+    """The stores whose spool this thread is applying (by ``id``)."""
+    stores: set[int] | None = getattr(_drains, "stores", None)
+    if stores is None:
+        stores = _drains.stores = set()
+    return stores
 
 
 def _open_batches() -> list[Batch]:

@@ -2,19 +2,16 @@
 
 Claude Code names its tools differently from the §6.6 defaults (``Write``,
 not ``write_file``); :data:`CAPTURED_TOOLS` lists the ones that write, run
-or search (§13). Read-only tools (``Read``, ``Glob``, ``Grep``, ``LS``,
-``TodoWrite`` ...) are left out, and so is every MCP tool unless its full
-name is added to the list (``membolt hook claude-code --capture NAME``).
+or search (§13), and the task list (``TodoWrite``, §13.1). Read-only tools
+(``Read``, ``Glob``, ``Grep``, ``LS`` ...) are left out, and so is every MCP
+tool unless its full name is added to the list (``membolt hook claude-code
+--capture NAME``).
 
-A ``PostToolUse`` payload carries the tool's result as Claude Code's own
-structure (``Bash`` gives ``{"stdout", "stderr", "interrupted", ...}``,
-``Write`` the whole file it wrote). :func:`result_text` turns it into the
-text a person would call the result, before extraction sees it: the output
-of a command, ``Created src/app.py`` for a file write (whose §6.3 and §6.4
-extraction then records the file), the query and links of a search. Paths
-inside the project are made relative to it: the §6.6 key keeps only the
-first 30 bytes of the slug, and absolute paths would make every file of a
-project share one key.
+Bash runs, edits and the task list have mappings of their own (``bash.py``,
+``edits.py``). The other results (web tools, MCP tools) arrive as Claude
+Code's own structures; :func:`result_text` turns them into the text a
+person would call the result before §6.6 sees it: the query and links of a
+search, the URL and answer of a fetch, the text parts of MCP content.
 """
 
 from __future__ import annotations
@@ -24,10 +21,12 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
-#: §13: Claude Code's write tools, its shell, and its web tools.
+#: §13: Claude Code's write tools, its shell, its web tools and its task list.
 CAPTURED_TOOLS: Final = frozenset(
-    {"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash", "WebSearch", "WebFetch"}
+    {"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash", "WebSearch", "WebFetch", "TodoWrite"}
 )
+#: §13.1: the tools that change one file each (``edits.py``).
+EDIT_TOOLS: Final = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 #: Claude Code names MCP tools ``mcp__<server>__<tool>``.
 MCP_PREFIX: Final = "mcp__"
 MCP_SEPARATOR: Final = "__"
@@ -105,36 +104,6 @@ def project_path(path: str, cwd: str) -> str:
     return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
-def _bash(inputs: Mapping[str, object], response: Mapping[str, object], cwd: str) -> str | None:
-    stdout, stderr = _string(response, "stdout"), _string(response, "stderr")
-    if stdout is None and stderr is None:
-        return None
-    parts = [part for part in (stdout, stderr) if part]
-    if response.get("interrupted") is True:
-        parts.append("(interrupted)")
-    return "\n".join(parts)
-
-
-def _write(inputs: Mapping[str, object], response: Mapping[str, object], cwd: str) -> str | None:
-    path = _string(response, "filePath") or _string(inputs, "file_path")
-    if path is None:
-        return None
-    verb = "Updated" if response.get("type") == "update" else "Created"
-    return f"{verb} {project_path(path, cwd)}"
-
-
-def _edit(inputs: Mapping[str, object], response: Mapping[str, object], cwd: str) -> str | None:
-    path = _string(response, "filePath", "notebook_path") or _string(
-        inputs, "file_path", "notebook_path"
-    )
-    if path is None:
-        return None
-    error = _string(response, "error")
-    if error:
-        return f"{error} ({project_path(path, cwd)})"
-    return f"Edited {project_path(path, cwd)}"
-
-
 def _web_search(
     inputs: Mapping[str, object], response: Mapping[str, object], cwd: str
 ) -> str | None:
@@ -167,11 +136,6 @@ def _web_fetch(
 _CONVERTERS: Final[
     dict[str, Callable[[Mapping[str, object], Mapping[str, object], str], str | None]]
 ] = {
-    "Bash": _bash,
-    "Write": _write,
-    "Edit": _edit,
-    "MultiEdit": _edit,
-    "NotebookEdit": _edit,
     "WebSearch": _web_search,
     "WebFetch": _web_fetch,
 }
