@@ -8,6 +8,14 @@
 //! the file through [`OverlayBackend`]: reads come from the file (opened
 //! read-only), and every write redb makes lands in memory over it.
 //!
+//! A database opened so is wrapped in [`InMemory`], which never closes it:
+//! redb's close commits, walking the freed-page tree, and on a damaged one
+//! redb panics and panics again while unwinding, which aborts the process
+//! (no `catch_unwind` helps). Nothing of such a database is meant to last,
+//! so it is forgotten instead, after the file (and its lock) and the
+//! overlay's bytes are let go: what stays behind is redb's bookkeeping and
+//! at most its page cache (as small as the caller chose).
+//!
 //! Other processes are kept out by a shared lock on the file (`flock`),
 //! which a redb writer's exclusive lock conflicts with (redb takes the
 //! whole-file lock of its older versions too); readers of the file, which
@@ -17,12 +25,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, TryLockError};
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use redb::StorageBackend;
+use redb::{Database, StorageBackend};
 
 use crate::error::{AtStore, Result, StoreError};
 use crate::store::redb::change_ring::ChangeRing;
@@ -33,13 +43,14 @@ const BLOCK: u64 = 4096;
 
 #[derive(Debug)]
 pub(crate) struct OverlayBackend {
-    /// The store file, read-only, holding the shared lock.
-    file: File,
-    state: Mutex<Overlay>,
+    state: Arc<Mutex<Overlay>>,
 }
 
 #[derive(Debug)]
 struct Overlay {
+    /// The store file, read-only, holding the shared lock; `None` once let
+    /// go ([`InMemory`]).
+    file: Option<File>,
     /// The length redb sees.
     len: u64,
     /// The length of the file underneath.
@@ -68,12 +79,26 @@ impl OverlayBackend {
         .at(path)?;
         let file_len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
         Ok(OverlayBackend {
-            file,
-            state: Mutex::new(Overlay {
+            state: Arc::new(Mutex::new(Overlay {
+                file: Some(file),
                 len: file_len,
                 file_len,
                 blocks: BTreeMap::new(),
-            }),
+            })),
+        })
+    }
+
+    /// Opens redb over this backend (`open`: a `redb::Builder` call), as an
+    /// [`InMemory`] database that is never closed.
+    pub(crate) fn database<E>(
+        self,
+        open: impl FnOnce(OverlayBackend) -> std::result::Result<Database, E>,
+    ) -> std::result::Result<InMemory, E> {
+        let state = self.state.clone();
+        let db = open(self)?;
+        Ok(InMemory {
+            db: ManuallyDrop::new(db),
+            state,
         })
     }
 
@@ -85,9 +110,16 @@ impl OverlayBackend {
 }
 
 impl Overlay {
+    /// The file underneath, unless it was let go.
+    fn file(&self) -> std::io::Result<&File> {
+        self.file
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("the store file was let go"))
+    }
+
     /// The current bytes of block `number`: written ones, else the file's
     /// (zeros past its end).
-    fn block(&self, file: &File, number: u64) -> std::io::Result<Box<[u8]>> {
+    fn block(&self, number: u64) -> std::io::Result<Box<[u8]>> {
         if let Some(block) = self.blocks.get(&number) {
             return Ok(block.clone());
         }
@@ -95,7 +127,7 @@ impl Overlay {
         let start = number * BLOCK;
         if start < self.file_len {
             let wanted = (self.file_len - start).min(BLOCK) as usize;
-            file.read_exact_at(&mut block[..wanted], start)?;
+            self.file()?.read_exact_at(&mut block[..wanted], start)?;
         }
         Ok(block)
     }
@@ -119,12 +151,12 @@ impl StorageBackend for OverlayBackend {
             .is_some();
         if !written_in_range && end <= overlay.file_len {
             // The common case: untouched bytes, straight from the file.
-            return self.file.read_exact_at(out, offset);
+            return overlay.file()?.read_exact_at(out, offset);
         }
         let mut at = offset;
         while at < end {
             let number = at / BLOCK;
-            let block = overlay.block(&self.file, number)?;
+            let block = overlay.block(number)?;
             let from = (at - number * BLOCK) as usize;
             let count = ((end - at) as usize).min(BLOCK as usize - from);
             let done = (at - offset) as usize;
@@ -142,7 +174,7 @@ impl StorageBackend for OverlayBackend {
             overlay.blocks.split_off(&first_gone);
             if !len.is_multiple_of(BLOCK) {
                 let number = len / BLOCK;
-                let mut block = overlay.block(&self.file, number)?;
+                let mut block = overlay.block(number)?;
                 block[(len % BLOCK) as usize..].fill(0);
                 overlay.blocks.insert(number, block);
             }
@@ -162,7 +194,7 @@ impl StorageBackend for OverlayBackend {
         let mut at = offset;
         while at < end {
             let number = at / BLOCK;
-            let mut block = overlay.block(&self.file, number)?;
+            let mut block = overlay.block(number)?;
             let from = (at - number * BLOCK) as usize;
             let count = ((end - at) as usize).min(BLOCK as usize - from);
             let done = (at - offset) as usize;
@@ -172,6 +204,40 @@ impl StorageBackend for OverlayBackend {
         }
         overlay.len = overlay.len.max(end);
         Ok(())
+    }
+}
+
+/// A redb database over an [`OverlayBackend`], never closed (see the module
+/// docs): dropping it lets the file and the overlay's bytes go and forgets
+/// the rest.
+pub(crate) struct InMemory {
+    db: ManuallyDrop<Database>,
+    state: Arc<Mutex<Overlay>>,
+}
+
+impl Deref for InMemory {
+    type Target = Database;
+
+    fn deref(&self) -> &Database {
+        &self.db
+    }
+}
+
+impl DerefMut for InMemory {
+    fn deref_mut(&mut self) -> &mut Database {
+        &mut self.db
+    }
+}
+
+impl Drop for InMemory {
+    fn drop(&mut self) {
+        let mut overlay = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        overlay.file = None; // closes it: the shared lock ends
+        overlay.blocks = BTreeMap::new();
+        // `db` stays in its `ManuallyDrop`: never closed, never freed.
     }
 }
 
@@ -210,5 +276,25 @@ mod tests {
         assert_eq!(table.get("k").unwrap().unwrap().value(), b"in memory only");
         drop((table, rtx, db));
         assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn a_database_in_memory_lets_the_file_and_its_lock_go_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.redb");
+        drop(::redb::Database::create(&path).unwrap());
+        let now = Instant::now();
+        let mut ring = ChangeRing::new(&path);
+        let backend = OverlayBackend::open(&path, now, now, &mut ring).unwrap();
+        let db = backend
+            .database(|backend| ::redb::Builder::new().create_with_backend(backend))
+            .unwrap();
+        let other = File::open(&path).unwrap();
+        assert!(other.try_lock().is_err(), "the shared lock is held");
+        drop(db);
+        assert!(
+            other.try_lock().is_ok(),
+            "the shared lock ended with the database"
+        );
     }
 }
