@@ -49,8 +49,10 @@
 //!   cut short when its header (magic, store id, next number) is whole, as
 //!   such a write leaves it, and for damage otherwise.
 
+use std::collections::BTreeSet;
+
 use crate::store::redb::change_ring::Position;
-use crate::store::redb::journal::{Pending, id16};
+use crate::store::redb::journal::{Pending, Record, id16};
 
 /// The mark's size in the sidecar.
 pub(crate) const MARK_LEN: usize = 68;
@@ -92,6 +94,11 @@ impl Mark {
     /// Change `seq` returned to its caller.
     pub(crate) fn acknowledge(&mut self, seq: u64) {
         self.acknowledged = seq;
+    }
+
+    /// The ring's position when the lease's journal started.
+    pub(crate) fn ring_position(&self) -> Option<Position> {
+        self.ring
     }
 
     /// Whether the mark describes the journal of a file whose meta says
@@ -194,6 +201,17 @@ impl Loss {
                 .into(),
         }
     }
+
+    /// The numbers of the changes that may be lost; the upper end is
+    /// unknown for a short journal without a mark.
+    pub(crate) fn changes(&self) -> (u64, Option<u64>) {
+        match *self {
+            Loss::Stranded { last, newest, .. } => (last + 1, Some(newest)),
+            Loss::Missing { last, acknowledged } => (last + 1, Some(acknowledged)),
+            Loss::DamagedNewest { seq } => (seq, Some(seq)),
+            Loss::Short { last } => (last + 1, None),
+        }
+    }
 }
 
 /// The acknowledged changes `pending` (the journal read after redb's
@@ -237,10 +255,64 @@ pub(crate) fn loss(
     (pending.short && at_risk).then_some(Loss::Short { last })
 }
 
+/// The keys whose newest acknowledged change may be among the lost ones
+/// (the newest of which is `newest_lost`), as far as the change ring
+/// tells: the keys announced since the mark's ring position, past those of
+/// the replayable records (`replayed`, oldest first, which announced
+/// theirs first), and not written again by a salvaged record newer than
+/// every lost change.
+pub(crate) fn keys_at_risk(
+    newest_lost: u64,
+    announced: &[String],
+    replayed: &[Record],
+    salvaged: &[Record],
+) -> Vec<String> {
+    let mut rest = announced;
+    for record in replayed {
+        let keys: BTreeSet<&str> = record.changes.iter().map(|(key, _)| key.as_str()).collect();
+        let Some(after) = rest.get(keys.len()..) else {
+            rest = announced;
+            break;
+        };
+        if !rest
+            .iter()
+            .map(String::as_str)
+            .zip(&keys)
+            .all(|(a, b)| a == *b)
+        {
+            // Not announced as expected (a ring that missed a change):
+            // every key of the lease is at risk.
+            rest = announced;
+            break;
+        }
+        rest = after;
+    }
+    let settled: BTreeSet<&str> = salvaged
+        .iter()
+        .filter(|record| record.seq > newest_lost)
+        .flat_map(|record| record.changes.iter().map(|(key, _)| key.as_str()))
+        .collect();
+    let at_risk: BTreeSet<&str> = rest
+        .iter()
+        .map(String::as_str)
+        .filter(|key| !settled.contains(key))
+        .collect();
+    at_risk.into_iter().map(str::to_string).collect()
+}
+
+/// The numbers of the changes of `loss` that none of `salvaged` (every
+/// valid record found) holds; `None` when they are unknown.
+pub(crate) fn unsalvaged(loss: &Loss, salvaged: &[Record]) -> Option<Vec<u64>> {
+    let (first, newest) = loss.changes();
+    let newest = newest?;
+    let held: BTreeSet<u64> = salvaged.iter().map(|record| record.seq).collect();
+    Some((first..=newest).filter(|seq| !held.contains(seq)).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::redb::journal::{DamagedNext, Record};
+    use crate::store::redb::journal::DamagedNext;
 
     const ID: [u8; 16] = *b"0123456789abcdef";
 
@@ -357,5 +429,29 @@ mod tests {
         let mut short = pending(5..=5, None);
         short.short = true;
         assert_eq!(loss(&short, Some(&mark), &ID, 4, true), None);
+    }
+
+    #[test]
+    fn keys_at_risk_are_those_announced_after_the_replayed_records() {
+        let loss = Loss::Missing {
+            last: 5,
+            acknowledged: 7,
+        };
+        let announced: Vec<String> = ["a", "b", "c", "a", "d", "e"]
+            .iter()
+            .map(|k| (*k).to_string())
+            .collect();
+        // 5 announced "a", "b"; 6 and 7 (lost) announced the rest.
+        let replayed = [record(5, &["b", "a"])];
+        let keys = keys_at_risk(7, &announced, &replayed, &[]);
+        assert_eq!(keys, ["a", "c", "d", "e"]);
+        // A salvaged record newer than every lost one settles its keys.
+        let keys = keys_at_risk(7, &announced, &replayed, &[record(8, &["d"])]);
+        assert_eq!(keys, ["a", "c", "e"]);
+        // A ring that does not match the records: every key is at risk.
+        let keys = keys_at_risk(7, &announced, &[record(5, &["z"])], &[]);
+        assert_eq!(keys, ["a", "b", "c", "d", "e"]);
+        assert_eq!(unsalvaged(&loss, &[record(6, &["c"])]), Some(vec![7]));
+        assert_eq!(unsalvaged(&Loss::Short { last: 5 }, &[]), None);
     }
 }

@@ -385,24 +385,13 @@ impl Snapshot {
     }
 }
 
-/// Every valid record of a store numbered after a given seq, wherever it
-/// lies in the journal ([`Snapshot::every_record_after`]).
-#[derive(Debug, Default)]
-pub(crate) struct AllRecords {
-    /// Oldest first.
-    pub records: Vec<Record>,
-    /// Record headers of the store whose record fails its checksum.
-    pub damaged: usize,
-}
-
 impl Snapshot {
     /// Every valid record of this store numbered after `durable_seq`, in
     /// the order of their numbers, whether or not a replay would reach it:
     /// what `membolt repair` can salvage from a damaged journal.
-    pub(crate) fn every_record_after(&self, store_id: &[u8], durable_seq: u64) -> AllRecords {
+    pub(crate) fn every_record_after(&self, store_id: &[u8], durable_seq: u64) -> Vec<Record> {
         let bytes = &self.0;
         let mut found: BTreeMap<u64, Record> = BTreeMap::new();
-        let mut damaged = 0;
         let mut at = 0;
         while at < bytes.len() {
             match parse_any_header(&bytes[at..], store_id) {
@@ -414,17 +403,13 @@ impl Snapshot {
                         at += (HEADER + len).next_multiple_of(BLOCK);
                     } else {
                         // Its length may be damaged too: look in the next block.
-                        damaged += 1;
                         at += BLOCK;
                     }
                 }
                 None => at += BLOCK,
             }
         }
-        AllRecords {
-            records: found.into_values().collect(),
-            damaged,
-        }
+        found.into_values().collect()
     }
 }
 

@@ -12,6 +12,7 @@
 //! change_ring.rs       the `.sync` sidecar: which keys other processes changed
 //!                      (and the acknowledgement mark)
 //! overlay.rs           opening a file so that nothing is written to it
+//! page_walk.rs         reading records page by page when redb cannot open a file
 //! path.rs              making a store path safe to use
 //! doctor.rs            `membolt doctor`: a read-only check of a file
 //! repair.rs            `membolt repair`: salvaging a damaged file into a new one
@@ -50,6 +51,7 @@ pub(crate) mod journal;
 pub(crate) mod lease;
 pub(crate) mod load;
 pub(crate) mod overlay;
+pub(crate) mod page_walk;
 pub(crate) mod path;
 pub mod repair;
 pub(crate) mod replay;

@@ -40,6 +40,10 @@ use crate::store::redb::lease;
 
 /// The unit the overlay keeps written bytes in.
 const BLOCK: u64 = 4096;
+/// See [`OverlayBackend::force_recovery`].
+const GOD_BYTE: usize = 9;
+const RECOVERY_REQUIRED: u8 = 2;
+const TWO_PHASE_COMMIT: u8 = 4;
 
 #[derive(Debug)]
 pub(crate) struct OverlayBackend {
@@ -100,6 +104,38 @@ impl OverlayBackend {
             db: ManuallyDrop::new(db),
             state,
         })
+    }
+
+    /// Makes redb take the file for one left by a killed writer, so that
+    /// opening it runs redb's own recovery, here in memory: the newest
+    /// commit is checked (the one before used should it fail) and the
+    /// allocator state is rebuilt from the trees instead of read. For
+    /// `membolt repair`, when the file does not open as it is.
+    pub(crate) fn force_recovery(&self) -> std::io::Result<()> {
+        let mut overlay = self.overlay();
+        let mut header = overlay.block(0)?;
+        // redb 4's file header: byte 9 holds its flags; 2 = "recovery
+        // required", 4 = "the newest commit was two-phase" (with it, a
+        // newest commit failing its checksums is refused outright rather
+        // than passed over for the one before).
+        header[GOD_BYTE] = (header[GOD_BYTE] | RECOVERY_REQUIRED) & !TWO_PHASE_COMMIT;
+        overlay.blocks.insert(0, header);
+        Ok(())
+    }
+
+    /// Whether both of the file's commit slots point at the same tree of
+    /// tables: then falling back from the newest commit to the one before
+    /// (see [`OverlayBackend::force_recovery`]) loses no record.
+    pub(crate) fn commits_share_their_tables(&self) -> std::io::Result<bool> {
+        let header = self.overlay().block(0)?;
+        // redb 4's file header: commit slots of 128 bytes at 64 and 192;
+        // in each, byte 1 says whether the tables' root exists, and bytes
+        // 8..40 are that root (page number, checksum, length).
+        let tables = |slot: usize| {
+            let at = 64 + 128 * slot;
+            (header[at + 1], &header[at + 8..at + 40])
+        };
+        Ok(tables(0) == tables(1))
     }
 
     fn overlay(&self) -> std::sync::MutexGuard<'_, Overlay> {
