@@ -257,6 +257,60 @@ def test_hold_keeps_other_writers_out_until_the_block_ends(postgres_url: str, pr
     assert store.keys() == ["mine", "mine2", "other"]
 
 
+# ----- one connection per connection settings -------------------------------------------
+
+
+def test_a_wrong_password_fails_while_a_right_one_is_open(
+    postgres_server: PostgresServer, postgres_url: str, project: str
+) -> None:
+    right = MemoryStore(postgres_url, project=project)
+    right.save("k", "v")  # connected
+    wrong = MemoryStore(postgres_server.url(password="Wr0ng-Pa55word"), project=project, timeout=1)
+    with pytest.raises(StoreError, match="password authentication failed"):
+        wrong.get("k")
+    with pytest.raises(StoreError, match="password authentication failed"):
+        wrong.save("k2", "v")
+    assert right.keys() == ["k"]
+
+
+def test_a_wrong_password_first_does_not_spoil_a_right_one(
+    postgres_server: PostgresServer, postgres_url: str, project: str
+) -> None:
+    wrong = MemoryStore(postgres_server.url(password="Wr0ng-Pa55word"), project=project, timeout=1)
+    with pytest.raises(StoreError):
+        wrong.get("k")
+    right = MemoryStore(postgres_url, project=project)
+    right.save("k", "v")
+    assert right.get("k") is not None
+    with pytest.raises(StoreError):
+        wrong.get("k")  # and the wrong one stays wrong
+
+
+@pytest.fixture
+def other_schema(postgres_server: PostgresServer) -> Iterator[str]:
+    name = f"membolt_{uuid.uuid4().hex[:8]}"
+    postgres_server.sql(f"CREATE SCHEMA {name}")
+    try:
+        yield name
+    finally:
+        postgres_server.sql(f"DROP SCHEMA {name} CASCADE")
+
+
+def test_options_of_a_second_store_are_honoured(
+    postgres_server: PostgresServer, postgres_url: str, project: str, other_schema: str
+) -> None:
+    public = MemoryStore(postgres_url, project=project)
+    public.save("in-public", "v")
+    elsewhere = MemoryStore(
+        postgres_server.url(options=f"-csearch_path={other_schema}"), project=project
+    )
+    elsewhere.save("in-schema", "v")
+    assert elsewhere.keys() == ["in-schema"]  # its own tables, not public's
+    assert public.keys() == ["in-public"]
+    in_schema = postgres_server.sql(f"SELECT key FROM {other_schema}.membolt_entries")
+    assert in_schema == [["in-schema"]]
+
+
 # ----- faults ----------------------------------------------------------------------------
 
 
