@@ -257,6 +257,33 @@ def test_hold_keeps_other_writers_out_until_the_block_ends(postgres_url: str, pr
     assert store.keys() == ["mine", "mine2", "other"]
 
 
+def terminate_membolt_sessions(server: PostgresServer) -> None:
+    server.sql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'membolt'"
+    )
+
+
+def test_a_hold_whose_lock_was_lost_fails_at_the_next_call(
+    postgres_server: PostgresServer, postgres_url: str, project: str
+) -> None:
+    store = MemoryStore(postgres_url, project=project, timeout=2)
+    code = (
+        "import sys, membolt\n"
+        "membolt.MemoryStore(sys.argv[1], project=sys.argv[2], timeout=5).save('other', 'v')\n"
+    )
+    with store.hold():
+        store.save("mine", "1")
+        terminate_membolt_sessions(postgres_server)  # the lock goes with the session
+        # Another process writes while the holder thinks it holds the lock.
+        subprocess.run([sys.executable, "-c", code, postgres_url, project], check=True, timeout=60)
+        for call in (lambda: store.save("late", "2"), lambda: store.get("mine")):
+            with pytest.raises(StoreError, match="lock of this hold\\(\\) block was lost"):
+                call()
+    # The block is over: the store works again, and "late" was never written.
+    store.save("after", "3")
+    assert store.keys() == ["after", "mine", "other"]
+
+
 # ----- one connection per connection settings -------------------------------------------
 
 
