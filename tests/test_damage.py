@@ -248,6 +248,12 @@ class Repaired:
     unnamed: list[str]
 
 
+def flipped(key: str, name: str) -> bool:
+    """Whether ``name`` is ``key`` with a few bits flipped (1 to 4 bytes)."""
+    a, b = key.encode(), name.encode(errors="surrogatepass")
+    return len(a) == len(b) and 0 < sum(x != y for x, y in zip(a, b, strict=True)) <= 4
+
+
 def judge_repair(expected: dict[str, dict[str, Any]], result: dict[str, Any]) -> Repaired:
     repair = result["repair"]
     output: str = repair["output"]
@@ -263,6 +269,8 @@ def judge_repair(expected: dict[str, dict[str, Any]], result: dict[str, Any]) ->
     def told(key: str) -> bool:
         if key in named or any(phrase in output for phrase in UNTOLD):
             return True
+        if any(flipped(key, name) for name in named):
+            return True  # the record's key is what was damaged: named as read
         return any(
             (low is None or low < key) and (high is None or key < high) for low, high in ranges
         )
