@@ -136,6 +136,16 @@ class TestAfterTool:
         assert memory.query("len(tool_calls)") == 2
         assert memory.tool_calls[0]["result"].startswith("r\ufffd.txt")
 
+    def test_the_system_prompt_section_cleans_its_focus_like_every_hook(
+        self, memory: AgentMemory
+    ) -> None:
+        memory.store.save("notes:r\ufffd", "about the file r\ufffd.txt")
+        section = memory.system_prompt_section("\ud800")
+        assert section.startswith("Check memory first.")
+        assert memory.system_prompt_section("r\udcff.txt") == memory.system_prompt_section(
+            "r\ufffd.txt"
+        )
+
     def test_hooks_and_the_log_survive_any_object(self, memory: AgentMemory) -> None:
         class Hostile:
             def __str__(self) -> str:

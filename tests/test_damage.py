@@ -6,7 +6,10 @@ flipped and files cut at seeded random places; one fresh process then runs
 every read-only call and command on each copy. Every trial must end in the
 values that were saved or in a ``MemboltError``, never a wrong value, a
 panic or a hang; ``membolt doctor`` must exit 1 whenever a read failed or
-lost something; and no file may change by a byte.
+lost something; and no file may change by a byte. Then ``membolt repair``
+runs on each copy: it exits 1 exactly when the store it made differs from
+what was saved or it could not tell (never when doctor found nothing), and
+names every key whose saved value it could not give back.
 
 ``MEMBOLT_DAMAGE_TRIALS`` (default 40 per store) and ``MEMBOLT_DAMAGE_SEED``
 run a longer or another campaign; the counts are printed (``pytest -s``).
@@ -18,6 +21,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -217,6 +221,68 @@ def judge(kind: str, expected: dict[str, dict[str, Any]], result: dict[str, Any]
     return outcome
 
 
+#: What repair says when it cannot tell which keys it lost: a statement
+#: about every key.
+UNTOLD = (
+    "failed part way",
+    "read one by one",
+    "cannot be matched",
+    "cannot be told",
+)
+DAMAGED_RANGE = re.compile(
+    r'records between (?:the start|"(?P<low>[^"]*)") and (?:the end|"(?P<high>[^"]*)") '
+    r"lie in damaged pages"
+)
+
+
+@dataclass
+class Repaired:
+    """How ``membolt repair`` did on one trial."""
+
+    status: int
+    doctor: int | None
+    # Keys whose value in the new store is not the saved one (absent, older,
+    # or back after a delete).
+    differing: list[str]
+    # Of those, the ones repair did not name.
+    unnamed: list[str]
+
+
+def flipped(key: str, name: str) -> bool:
+    """Whether ``name`` is ``key`` with a few bits flipped (1 to 4 bytes)."""
+    a, b = key.encode(), name.encode(errors="surrogatepass")
+    return len(a) == len(b) and 0 < sum(x != y for x, y in zip(a, b, strict=True)) <= 4
+
+
+def judge_repair(expected: dict[str, dict[str, Any]], result: dict[str, Any]) -> Repaired:
+    repair = result["repair"]
+    output: str = repair["output"]
+    made = {e["key"]: e for e in repair["entries"] or []}
+    differing = sorted(k for k in set(expected) | set(made) if expected.get(k) != made.get(k))
+    named = {
+        line.split(":", 1)[1].strip()
+        for line in output.splitlines()
+        if line.startswith(("lost:", "rolled back:"))
+    }
+    ranges = [(m["low"], m["high"]) for m in DAMAGED_RANGE.finditer(output)]
+
+    def told(key: str) -> bool:
+        if key in named or any(phrase in output for phrase in UNTOLD):
+            return True
+        if any(flipped(key, name) for name in named):
+            return True  # the record's key is what was damaged: named as read
+        return any(
+            (low is None or low < key) and (high is None or key < high) for low, high in ranges
+        )
+
+    return Repaired(
+        status=repair["status"],
+        doctor=result["doctor"],
+        differing=differing,
+        unnamed=[key for key in differing if not told(key)],
+    )
+
+
 def campaign(tmp_path: Path, kind: str) -> list[Outcome]:
     source = pristine(tmp_path, kind)
     rng = random.Random(f"{SEED}-{kind}")
@@ -228,9 +294,17 @@ def campaign(tmp_path: Path, kind: str) -> list[Outcome]:
         target.parent.mkdir(exist_ok=True)
         kinds.append(damage(rng, source, target))
         before.append(files_of(target))
-        trials.append({"path": str(target / source.store_name), "keys": sorted(source.entries)})
+        trials.append(
+            {
+                "path": str(target / source.store_name),
+                "keys": sorted(source.entries),
+                "repair_to": str(tmp_path / "repaired" / f"{kind}-{number}.redb"),
+            }
+        )
+    (tmp_path / "repaired").mkdir(exist_ok=True)
     results = read_back(trials)
     outcomes = []
+    repairs: Counter[str] = Counter()
     for spec, what, files, result in zip(trials, kinds, before, results, strict=True):
         name = f"{kind} trial {spec['path']} ({what})"
         assert result["escaped"] == [], f"{name}: {result['escaped']}"
@@ -240,10 +314,24 @@ def campaign(tmp_path: Path, kind: str) -> list[Outcome]:
             assert outcome.doctor == 1, f"{name}: doctor said {outcome.doctor}; {result['errors']}"
         assert files_of(Path(spec["path"]).parent) == files, f"{name}: a file changed"
         outcomes.append(outcome)
+        repaired = judge_repair(source.entries, result)
+        says = f"{name}: repair exited {repaired.status}, doctor {repaired.doctor}"
+        assert repaired.unnamed == [], f"{says}; not named: {repaired.unnamed}"
+        if repaired.differing:
+            assert repaired.status == 1, f"{says} with {repaired.differing} not saved"
+        if repaired.doctor == 0:
+            assert repaired.status == 0, f"{says}: {result['repair']['output']}"
+        if repaired.status == 1:
+            assert repaired.doctor == 1, says
+        repairs[
+            f"exit {repaired.status}, "
+            + ("complete" if not repaired.differing else "keys rolled back or lost")
+        ] += 1
     counts = Counter(
         (o.kind, "error" if o.errors else "lost" if o.lost else "intact") for o in outcomes
     )
     print(f"\n{kind} store, {TRIALS} trials, seed {SEED}: " + json.dumps(sorted(counts.items())))
+    print(f"{kind} store, repair: " + json.dumps(sorted(repairs.items())))
     return outcomes
 
 
@@ -322,6 +410,163 @@ def test_repair_of_an_intact_store_saves_everything_beside_it(tmp_path: Path) ->
     assert {e.key: e.to_dict() for e in MemoryStore(target).entries()} == source.entries
     membolt._core._release_all()
     assert {k: v for k, v in files_of(source.directory).items() if "repaired" not in k} == before
+
+
+# Ten committed saves, then inside one lease 22 acknowledged changes (saves,
+# overwrites of committed keys and of the lease's own, a delete), then
+# SIGKILL: the 22 exist only in the journal.
+KILLED_WITH_22 = """
+import os, signal, sys
+import membolt
+store = membolt.MemoryStore(sys.argv[1])
+for i in range(10):
+    store.save(f"base:{i}", f"committed value {i}")
+store.close()
+membolt._core._release_all()
+store = membolt.MemoryStore(sys.argv[1])
+with store.hold():
+    for i in range(18):
+        store.save(f"late:{i}", f"late value {i} " * 40)
+    store.save("base:1", "overwritten in the lease")
+    store.delete("base:2")
+    store.save("base:3", "overwritten in the lease")
+    store.save("late:0", "overwritten again")
+    print("saved", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def acknowledged_by_the_killed_writer() -> dict[str, str]:
+    values = {f"base:{i}": f"committed value {i}" for i in range(10)}
+    values.update({f"late:{i}": f"late value {i} " * 40 for i in range(18)})
+    values.update({"base:1": "overwritten in the lease", "base:3": "overwritten in the lease"})
+    values["late:0"] = "overwritten again"
+    del values["base:2"]
+    return values
+
+
+def repaired_values(target: Path) -> dict[str, str]:
+    store = MemoryStore(target)
+    values = {e.key: e.value for e in store.entries()}
+    store.close()
+    membolt._core._release_all()
+    return values
+
+
+def named_by(output: str) -> set[str]:
+    return {
+        line.split(":", 1)[1].strip()
+        for line in output.splitlines()
+        if line.startswith(("lost:", "rolled back:"))
+    }
+
+
+def test_repair_says_so_and_names_the_keys_when_acknowledged_changes_are_cut_away(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store" / "memory.redb"
+    path.parent.mkdir()
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_WITH_22, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    journal = path.with_name(path.name + ".journal")
+    journal.write_bytes(journal.read_bytes()[: 8 << 10])  # two records survive
+    doctor = membolt_command("doctor", "--db", path)
+    assert doctor.returncode == 1
+    target = tmp_path / "repaired.redb"
+    done = membolt_command("repair", "--db", path, "-o", target)
+    assert done.returncode == 1, done.stdout
+    assert "acknowledged" in done.stdout
+    expected = acknowledged_by_the_killed_writer()
+    got = repaired_values(target)
+    differing = {k for k in set(expected) | set(got) if expected.get(k) != got.get(k)}
+    assert len(differing) >= 18  # 20 changes are lost: older values, base:2 back
+    assert "base:2" in got  # brought back: the delete was lost
+    assert differing <= named_by(done.stdout), done.stdout
+
+
+def test_repair_raises_no_alarm_for_journal_records_that_held_nothing_acknowledged(
+    tmp_path: Path,
+) -> None:
+    # A closed store: every journal record is in the file already. One of
+    # them damaged costs nothing, and neither doctor nor repair say otherwise.
+    source = pristine(tmp_path, "closed")
+    path = source.directory / source.store_name
+    journal = path.with_name(path.name + ".journal")
+    data = bytearray(journal.read_bytes())
+    start, length = source.journal_spans[len(source.journal_spans) // 2]
+    data[start + length // 2] ^= 0x20
+    journal.write_bytes(bytes(data))
+    assert membolt_command("doctor", "--db", path).returncode == 0
+    target = tmp_path / "repaired.redb"
+    done = membolt_command("repair", "--db", path, "-o", target)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "lost:" not in done.stdout
+    saved = {e.key: e.to_dict() for e in MemoryStore(target).entries()}
+    assert saved == source.entries
+
+
+def flip_until(path: Path, symptom: str) -> Path:
+    """Flips one bit, trying page after page from the end, until opening
+    the store fails with ``symptom``; returns the damaged copy."""
+    data = path.read_bytes()
+    trial = path.parent.parent / f"{path.parent.name}-{symptom.split(maxsplit=1)[0]}"
+    for page in range(len(data) - BLOCK, BLOCK - 1, -BLOCK):
+        for inner in (*range(0, 64, 8), 512, 1024):
+            shutil.rmtree(trial, ignore_errors=True)
+            shutil.copytree(path.parent, trial)
+            damaged = bytearray(data)
+            damaged[page + inner] ^= 0x10
+            (trial / path.name).write_bytes(bytes(damaged))
+            try:
+                MemoryStore(trial / path.name).keys()
+            except membolt.CorruptStoreError as error:
+                if symptom in str(error):
+                    return trial / path.name
+            finally:
+                membolt._core._release_all()
+    raise AssertionError(f"no bit gives {symptom!r}")
+
+
+@pytest.mark.parametrize("kind", ["closed", "crashed"])
+def test_repair_reads_a_file_whose_allocator_state_is_damaged(tmp_path: Path, kind: str) -> None:
+    source = pristine(tmp_path, kind)
+    damaged = flip_until(source.directory / source.store_name, "Malformed allocator state")
+    before = files_of(damaged.parent)
+    target = tmp_path / "repaired.redb"
+    done = membolt_command("repair", "--db", damaged, "-o", target)
+    # Every record is copied. Whether repair can vouch for that depends on
+    # what redb's recovery falls back to: a commit the journal has caught
+    # up with since (exit 0, with a note), or one it cannot tell about.
+    assert {e.key: e.to_dict() for e in MemoryStore(target).entries()} == source.entries
+    if done.returncode == 0:
+        assert "note:" in done.stdout
+    else:
+        assert "read one by one" in done.stdout
+    assert files_of(damaged.parent) == before
+
+
+@pytest.mark.parametrize("kind", ["closed", "crashed"])
+def test_repair_reads_the_pages_of_a_file_redb_cannot_open(tmp_path: Path, kind: str) -> None:
+    source = pristine(tmp_path, kind)
+    path = source.directory / source.store_name
+    data = bytearray(path.read_bytes())
+    data[:BLOCK] = bytes(BLOCK)  # redb's header, both commit slots with it
+    path.write_bytes(bytes(data))
+    with pytest.raises(membolt.CorruptStoreError):
+        MemoryStore(path).keys()
+    membolt._core._release_all()
+    target = tmp_path / "repaired.redb"
+    done = membolt_command("repair", "--db", path, "-o", target)
+    assert done.returncode == 1  # which keys exist is no longer certain
+    assert "read one by one" in done.stdout
+    # Every record passed its checksum, the killed writer's delete included.
+    assert {e.key: e.to_dict() for e in MemoryStore(target).entries()} == source.entries
 
 
 # ----- writes into damage, old schemas ---------------------------------------

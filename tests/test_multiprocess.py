@@ -267,7 +267,9 @@ def test_lost_sidecar_means_a_rebuild_not_a_stale_view(store_path: Path) -> None
     assert reader.keys() == ["b"]
 
 
-def test_a_store_without_sidecar_is_loaded_once(store_path: Path, tmp_path: Path) -> None:
+def test_a_store_without_sidecar_is_read_without_making_one(
+    store_path: Path, tmp_path: Path
+) -> None:
     MemoryStore(store_path).save("a", "1")
     membolt._core._release_all()
     copy = tmp_path / "copy" / "memory.redb"
@@ -275,6 +277,8 @@ def test_a_store_without_sidecar_is_loaded_once(store_path: Path, tmp_path: Path
     copy.write_bytes(store_path.read_bytes())  # a copied store has no .sync
     reader = MemoryStore(copy)
     assert reader.keys() == ["a"]
-    assert Path(f"{copy}.sync").exists()
+    assert reader.keys() == ["a"]
+    assert not Path(f"{copy}.sync").exists()  # readers create no file (§14.2)
     run_child("import sys, membolt; membolt.MemoryStore(sys.argv[1]).save('b', '2')", copy)
+    assert Path(f"{copy}.sync").exists()  # the writer made one
     assert reader.keys() == ["a", "b"]

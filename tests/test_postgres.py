@@ -269,6 +269,87 @@ def test_hold_keeps_other_writers_out_until_the_block_ends(postgres_url: str, pr
     assert store.keys() == ["mine", "mine2", "other"]
 
 
+def terminate_membolt_sessions(server: PostgresServer) -> None:
+    server.sql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'membolt'"
+    )
+
+
+def test_a_hold_whose_lock_was_lost_fails_at_the_next_call(
+    postgres_server: PostgresServer, postgres_url: str, project: str
+) -> None:
+    store = MemoryStore(postgres_url, project=project, timeout=2)
+    code = (
+        "import sys, membolt\n"
+        "membolt.MemoryStore(sys.argv[1], project=sys.argv[2], timeout=5).save('other', 'v')\n"
+    )
+    with store.hold():
+        store.save("mine", "1")
+        terminate_membolt_sessions(postgres_server)  # the lock goes with the session
+        # Another process writes while the holder thinks it holds the lock.
+        subprocess.run([sys.executable, "-c", code, postgres_url, project], check=True, timeout=60)
+        for call in (lambda: store.save("late", "2"), lambda: store.get("mine")):
+            with pytest.raises(StoreError, match="lock of this hold\\(\\) block was lost"):
+                call()
+    # The block is over: the store works again, and "late" was never written.
+    store.save("after", "3")
+    assert store.keys() == ["after", "mine", "other"]
+
+
+# ----- one connection per connection settings -------------------------------------------
+
+
+def test_a_wrong_password_fails_while_a_right_one_is_open(
+    postgres_server: PostgresServer, postgres_url: str, project: str
+) -> None:
+    right = MemoryStore(postgres_url, project=project)
+    right.save("k", "v")  # connected
+    wrong = MemoryStore(postgres_server.url(password="Wr0ng-Pa55word"), project=project, timeout=1)
+    with pytest.raises(StoreError, match="password authentication failed"):
+        wrong.get("k")
+    with pytest.raises(StoreError, match="password authentication failed"):
+        wrong.save("k2", "v")
+    assert right.keys() == ["k"]
+
+
+def test_a_wrong_password_first_does_not_spoil_a_right_one(
+    postgres_server: PostgresServer, postgres_url: str, project: str
+) -> None:
+    wrong = MemoryStore(postgres_server.url(password="Wr0ng-Pa55word"), project=project, timeout=1)
+    with pytest.raises(StoreError):
+        wrong.get("k")
+    right = MemoryStore(postgres_url, project=project)
+    right.save("k", "v")
+    assert right.get("k") is not None
+    with pytest.raises(StoreError):
+        wrong.get("k")  # and the wrong one stays wrong
+
+
+@pytest.fixture
+def other_schema(postgres_server: PostgresServer) -> Iterator[str]:
+    name = f"membolt_{uuid.uuid4().hex[:8]}"
+    postgres_server.sql(f"CREATE SCHEMA {name}")
+    try:
+        yield name
+    finally:
+        postgres_server.sql(f"DROP SCHEMA {name} CASCADE")
+
+
+def test_options_of_a_second_store_are_honoured(
+    postgres_server: PostgresServer, postgres_url: str, project: str, other_schema: str
+) -> None:
+    public = MemoryStore(postgres_url, project=project)
+    public.save("in-public", "v")
+    elsewhere = MemoryStore(
+        postgres_server.url(options=f"-csearch_path={other_schema}"), project=project
+    )
+    elsewhere.save("in-schema", "v")
+    assert elsewhere.keys() == ["in-schema"]  # its own tables, not public's
+    assert public.keys() == ["in-public"]
+    in_schema = postgres_server.sql(f"SELECT key FROM {other_schema}.membolt_entries")
+    assert in_schema == [["in-schema"]]
+
+
 # ----- faults ----------------------------------------------------------------------------
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,32 @@ class TestLocation:
         monkeypatch.setenv("HOME", str(tmp_path / "user"))
         path = membolt.project_store_path(cwd="/p")
         assert path == tmp_path / "user" / ".membolt" / "memory" / "--p--" / "memory.redb"
+
+    def test_membolt_home_expands_a_tilde_and_refuses_a_relative_path(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("HOME", str(tmp_path / "user"))
+        monkeypatch.setenv("MEMBOLT_HOME", "~/memories")
+        path = membolt.project_store_path(cwd="/p")
+        assert path == tmp_path / "user" / "memories" / "--p--" / "memory.redb"
+        monkeypatch.chdir(tmp_path)
+        for relative in ("memories", "./memories", "../memories"):
+            monkeypatch.setenv("MEMBOLT_HOME", relative)
+            with pytest.raises(ValueError, match="MEMBOLT_HOME must be an absolute path"):
+                MemoryStore.for_project(cwd="/p")
+        assert not (tmp_path / "memories").exists()
+        done = subprocess.run(
+            [sys.executable, "-m", "membolt", "list"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "MEMBOLT_HOME": "relative/home"},
+        )
+        assert done.returncode == 1
+        assert done.stderr.count("\n") == 1
+        assert "MEMBOLT_HOME must be an absolute path" in done.stderr
+        assert not (tmp_path / "relative").exists()
 
     def test_for_project_explicit_base_dir_and_working_directory(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -426,35 +426,42 @@ class TestArguments:
 # ----- a bounded memory_query text (§14) -------------------------------------------
 
 
-class TestBoundedQuery:
-    NOTICE = (
-        "[output cut at 65,536 bytes: narrow the query with a smaller limit, "
+def cut_notice(shown: str) -> str:
+    return (
+        f"[output cut at 65,536 bytes{shown}: narrow the query with a smaller limit, "
         "filter(...) to fewer rows, or map(...) to fewer fields]"
     )
 
-    def test_megabytes_are_cut_at_64_kib_and_say_so(self, memory: AgentMemory) -> None:
-        # 200 values of 20,001 bytes (3-byte characters, so a cut can fall
-        # inside one): the whole result is 4 MB of JSON.
+
+class TestBoundedQuery:
+    def test_megabytes_are_cut_at_64_kib_between_items_and_say_so(
+        self, memory: AgentMemory
+    ) -> None:
+        # 200 values of 20,001 bytes: the whole result is 4 MB of JSON.
         memory.store.save_many([(f"big{i:03d}", "世" * 6667) for i in range(200)], caps=False)
         query = "map(memory, .value)"  # a list of strings: not rows, so no row limit
-        whole = tools_module.query_text(memory.query(query))
-        assert len(whole.encode()) > 4_000_000
+        whole = json.loads(tools_module.query_text(memory.query(query)))
         text = memory.call_tool("memory_query", {"query": query})
         head, notice = text.split("\n")
-        assert notice == self.NOTICE
-        assert head == membolt.truncate(whole, 65_536)
-        assert head.endswith("...")
-        size = len(head.encode())
-        assert 65_536 - 3 < size <= 65_536 + 3  # the largest character boundary
-        head.encode("utf-8", "strict")  # whole characters only
-        assert len(text.encode()) < 66_000
+        assert len(head.encode()) <= 65_536
+        items = json.loads(head)  # still one valid JSON document
+        assert items == whole[: len(items)]
+        assert len(items) == 3  # the fourth does not fit
+        assert notice == cut_notice(" after 3 of 200 items")
 
-    def test_rows_are_cut_too(self, memory: AgentMemory) -> None:
+    def test_rows_are_cut_after_a_whole_row(self, memory: AgentMemory) -> None:
         memory.store.save_many([(f"row{i:03d}", "x" * 400) for i in range(300)], caps=False)
         text = memory.call_tool("memory_query", {"query": "memory", "limit": 500})
         head, notice = text.split("\n")
-        assert notice == self.NOTICE
-        assert head.startswith('{"count": 300, "rows": [')
+        assert len(head.encode()) <= 65_536
+        cut = json.loads(head)
+        whole = memory.query("memory", 500)
+        assert cut["count"] == 300
+        assert cut["truncated"] is True
+        shown = len(cut["rows"])
+        assert 100 < shown < 300
+        assert cut["rows"] == json.loads(json.dumps(whole["rows"][:shown]))
+        assert notice == cut_notice(f" after {shown} of 300 rows")
 
     def test_a_text_within_the_bound_is_whole_json(self, memory: AgentMemory) -> None:
         memory.store.save_many([(f"k{i}", "v" * 100) for i in range(100)], caps=False)
@@ -463,14 +470,44 @@ class TestBoundedQuery:
         assert text == tools_module.query_text(memory.query("memory", 500))
         assert json.loads(text)["count"] == 100
 
-    def test_exactly_at_the_bound_is_not_cut(self) -> None:
+    def test_exactly_at_the_bound_is_not_cut_and_a_long_string_is_cut_inside(self) -> None:
         value = "a" * (65_536 - 2)  # with its quotes: 65,536 bytes
         assert tools_module.query_tool_text(value) == json.dumps(value)
-        assert tools_module.query_tool_text(value + "a").endswith(self.NOTICE)
+        head, notice = tools_module.query_tool_text(value + "a").split("\n")
+        assert notice == cut_notice(" inside the string")
+        assert json.loads(head).endswith("...")
+        assert len(head.encode()) <= 65_536
+        # Escapes count: a string of line breaks is cut twice as short.
+        head, _ = tools_module.query_tool_text("\n" * 70_000).split("\n")
+        assert len(head.encode()) <= 65_536
+        assert len(json.loads(head)) > 30_000
+
+    def test_an_object_is_cut_after_a_whole_field(self) -> None:
+        head, notice = tools_module.query_tool_text({"a": "x" * 40_000, "b": "y" * 40_000}).split(
+            "\n"
+        )
+        assert json.loads(head) == {"a": "x" * 40_000}
+        assert notice == cut_notice(" after 1 of 2 fields")
 
     def test_the_command_line_prints_the_whole_result(self, memory: AgentMemory) -> None:
         memory.store.save_many([(f"big{i}", "x" * 10_000) for i in range(10)], caps=False)
         assert len(tools_module.query_text(memory.query("map(memory, .value)"))) > 100_000
+
+
+def test_memory_list_is_cut_at_64_kib_keeping_the_newest_keys(memory: AgentMemory) -> None:
+    keys = [f"{i:04d}:" + "k" * 1000 for i in range(600)]  # keys of about 1 KiB
+    memory.store.save_many([(key, "v") for key in keys], caps=False)
+    text = memory.call_tool("memory_list", {})
+    assert len(text.encode()) <= 65_536
+    lines = text.splitlines()
+    assert lines[0] == "600 memory entries:"
+    listed = [line.removeprefix("- ") for line in lines[1:-1]]
+    assert listed == sorted(listed)
+    assert listed == keys[-len(listed) :]  # the newest
+    assert 50 < len(listed) <= 64  # 64 lines of 1,008 bytes, and the rest
+    assert (
+        lines[-1] == f"... and {600 - len(listed)} more (use memory_search to find older entries)"
+    )
 
 
 # ----- a busy store ------------------------------------------------------------------

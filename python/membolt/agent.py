@@ -94,10 +94,14 @@ class AgentMemory:
     def system_prompt_section(
         self, focus: str = "", max_tokens: int = _core.DEFAULT_MAX_TOKENS
     ) -> str:
-        """The memory part of the system prompt (§5.9)."""
+        """The memory part of the system prompt (§5.9). Like the other hooks,
+        it takes the focus as it comes: lone surrogates (a file name that is
+        not UTF-8, a JSON ``\\ud800``) become U+FFFD (§1.5)."""
         from .prompt import system_prompt_section
 
-        return system_prompt_section(self.store, focus, max_tokens, now_ms=self._clock())
+        return system_prompt_section(
+            self.store, clean_text(focus), max_tokens, now_ms=self._clock()
+        )
 
     # ----- tools -----------------------------------------------------------
 

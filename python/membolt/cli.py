@@ -237,16 +237,26 @@ def cmd_repair(args: argparse.Namespace) -> None:
     target = Path(args.output) if args.output else repair.default_target(path)
     done = repair.salvage(path, target, _timeout(args))
     print(f"repaired into {target}: {done.saved} entries ({done.from_journal} from the journal)")
+    for note in done.notes:
+        print(f"note:    {note}")
     for key in done.lost_keys:
         print(f"lost:    {key}")
     for part in done.unreadable:
         print(f"lost:    {part}")
+    for change in done.lost_changes:
+        print(f"lost:    {change}")
+    for key in done.rolled_back:
+        print(f"rolled back: {key}")
     print(f"the store {path} and its companion files are left as they were")
     if not done.complete:
-        raise CommandError(
-            f"{len(done.lost_keys)} entr{'y' if len(done.lost_keys) == 1 else 'ies'} and "
-            f"{len(done.unreadable)} unreadable part(s) could not be saved"
-        )
+        parts = [
+            f"{len(done.lost_keys)} entr{'y' if len(done.lost_keys) == 1 else 'ies'}",
+            f"{len(done.unreadable)} unreadable part(s)",
+        ]
+        if done.lost_changes:
+            rolled = f" ({len(done.rolled_back)} key(s) rolled back)" if done.rolled_back else ""
+            parts.append(f"acknowledged changes in the journal{rolled}")
+        raise CommandError(f"{', '.join(parts)} could not be saved")
 
 
 def _doctor_database(store: MemoryStore) -> None:

@@ -2,8 +2,10 @@
 
 :func:`salvage` copies every record that passes its checksum (the file's,
 then the journal's records the file lacks) into a new store, with stamps and
-references kept, and says what it could not save. The damaged file and its
-companions are left exactly as they were, so nothing is lost by trying.
+references kept, and says what it could not save: damaged records, parts it
+could not read, and acknowledged changes the journal cannot give back, with
+the keys they rolled back. The damaged file and its companions are left
+exactly as they were, so nothing is lost by trying.
 """
 
 from __future__ import annotations
@@ -28,11 +30,20 @@ class Salvage:
     lost_keys: tuple[str, ...]
     #: Parts of the file or journal that could not be read at all.
     unreadable: tuple[str, ...]
+    #: Acknowledged changes the journal cannot give back, described.
+    lost_changes: tuple[str, ...] = ()
+    #: Keys whose newest acknowledged change is among those lost: the new
+    #: store has an older value for them, has them back after a delete, or
+    #: lacks them.
+    rolled_back: tuple[str, ...] = ()
+    #: What was repaired without losing anything.
+    notes: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
-        """Whether everything the file and journal held was saved."""
-        return not self.lost_keys and not self.unreadable
+        """Whether everything acknowledged that the file and journal held
+        was saved (what ``doctor`` would count as lost, ``complete`` does)."""
+        return not self.lost_keys and not self.unreadable and not self.lost_changes
 
 
 def default_target(source: str | os.PathLike[str]) -> Path:
@@ -56,4 +67,7 @@ def salvage(
         from_journal=done["from_journal"],
         lost_keys=tuple(done["lost_keys"]),
         unreadable=tuple(done["unreadable"]),
+        lost_changes=tuple(done["lost_changes"]),
+        rolled_back=tuple(done["rolled_back"]),
+        notes=tuple(done["notes"]),
     )

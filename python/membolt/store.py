@@ -47,10 +47,22 @@ def encode_cwd(path: str | os.PathLike[str]) -> str:
 
 
 def default_base_dir() -> Path:
-    """``$MEMBOLT_HOME`` if set, else ``~/.membolt/memory``."""
+    """``$MEMBOLT_HOME`` if set, else ``~/.membolt/memory`` (§1.1).
+
+    A leading ``~`` of ``$MEMBOLT_HOME`` is the home directory, as a shell
+    would expand it; a relative path is refused (ValueError): it would
+    name a different place from every working directory, so processes of
+    one project would not find each other's store.
+    """
     home = os.environ.get("MEMBOLT_HOME")
     if home:
-        return Path(home)
+        base = Path(home).expanduser()
+        if not base.is_absolute():
+            raise ValueError(
+                f"MEMBOLT_HOME must be an absolute path (or start with ~), not {home!r}: "
+                "a relative one would name another place from every working directory"
+            )
+        return base
     return Path.home() / ".membolt" / "memory"
 
 

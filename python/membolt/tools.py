@@ -39,6 +39,8 @@ VALUE_LIMIT: Final = 500  # bytes of a value shown by memory_search
 ERROR_LIMIT: Final = 500  # bytes of an error message
 #: §14: bytes of a memory_query text before it is cut (64 KiB).
 QUERY_TEXT_LIMIT: Final = 65_536
+#: §4, §14: bytes of a memory_list text at most (64 KiB).
+LIST_TEXT_LIMIT: Final = 65_536
 BUSY_MESSAGE: Final = "the memory store is busy (another process is using it); retry in a moment"
 
 
@@ -350,16 +352,31 @@ def memory_delete(store: MemoryStore, arguments: Mapping[str, Any]) -> str:
 
 
 def memory_list(store: MemoryStore, arguments: Mapping[str, Any]) -> str:
+    """§4: every key, sorted; of a store with more than 500 keys, or whose
+    list would pass 64 KiB, the newest keys that fit (at most 500), sorted,
+    and a last line counting the rest."""
     total = len(store)
     if total == 0:
         return "No memory entries."
-    keys = store.keys() if total <= LIST_LIMIT else sorted(store.newest_keys(LIST_LIMIT))
-    lines = [f"{total} memory entries:\n", *(f"- {_core.flatten_plain(key)}\n" for key in keys)]
-    if total > LIST_LIMIT:
-        lines.append(
-            f"... and {total - LIST_LIMIT} more (use memory_search to find older entries)\n"
-        )
-    return "".join(lines)
+    heading = f"{total} memory entries:\n"
+    if total <= LIST_LIMIT:
+        lines = [f"- {_core.flatten_plain(key)}\n" for key in store.keys()]
+        if len(heading.encode()) + sum(len(line.encode()) for line in lines) <= LIST_TEXT_LIMIT:
+            return heading + "".join(lines)
+    # The newest first, while they fit with the heading and the last line
+    # (whose count is at most ``total``'s length).
+    rest = f"... and {total} more (use memory_search to find older entries)\n"
+    room = LIST_TEXT_LIMIT - len(heading.encode()) - len(rest.encode())
+    shown: list[str] = []
+    for key in store.newest_keys(min(total, LIST_LIMIT)):
+        line = f"- {_core.flatten_plain(key)}\n"
+        room -= len(line.encode())
+        if room < 0:
+            break
+        shown.append(key)
+    lines = [f"- {_core.flatten_plain(key)}\n" for key in sorted(shown)]
+    more = f"... and {total - len(shown)} more (use memory_search to find older entries)\n"
+    return heading + "".join(lines) + more
 
 
 _SPECS: Final[dict[str, ToolSpec]] = {tool.name: tool for tool in TOOLS}
@@ -404,15 +421,16 @@ def query_text(result: object) -> str:
 
 def query_tool_text(result: object, limit: int = QUERY_TEXT_LIMIT) -> str:
     """A query result as the ``memory_query`` tool returns it (§9.3, §14):
-    :func:`query_text`, but a text longer than ``limit`` bytes is cut (§6.8,
-    at a character boundary, ``...`` appended) and a last line says so and
-    how to narrow the query.
-
-    The cut text stays the JSON text itself, not a JSON string wrapping it:
-    the model reads the rows as they are (escaped again they would be longer
-    and harder to read), and a program that parses the text fails loudly
-    instead of taking part of a result for all of it. Encoding stops soon
-    after ``limit`` bytes, so a result of megabytes costs no more than that.
+    :func:`query_text`, but when that is longer than ``limit`` bytes, the
+    longest prefix that fits, cut where JSON allows: after a whole row of
+    the rows object, a whole item of a list, a whole field of an object,
+    or inside a string (§6.8, ``...`` appended). So the text is still one
+    valid JSON document, followed by a line saying what was cut and how to
+    narrow the query: a program that parses the whole text fails loudly
+    instead of taking part of a result for all of it, and the model reads
+    the rows as they are. Rows are encoded one at a time and encoding stops
+    once ``limit`` bytes are passed, so a result of megabytes costs little
+    more than that.
     """
     try:
         return _bounded_json(result, limit)
@@ -420,24 +438,96 @@ def query_tool_text(result: object, limit: int = QUERY_TEXT_LIMIT) -> str:
         return _bounded_json(_finite(result), limit)
 
 
+_ENCODER: Final = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+def _encode(value: object) -> str:
+    return _ENCODER.encode(value).translate(_JSON_LINE_BREAK_ESCAPES)
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))  # a task row may hold one
+
+
 def _bounded_json(result: object, limit: int) -> str:
-    encoder = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False)
-    chunks: list[str] = []
-    size = 0
-    for raw in encoder.iterencode(result):
-        chunk = raw.translate(_JSON_LINE_BREAK_ESCAPES)
-        chunks.append(chunk)
-        size += len(chunk.encode("utf-8", "surrogatepass"))  # a task row may hold one
-        if size > limit:
-            break
-    else:
-        return "".join(chunks)
-    head = _core.truncate("".join(chunks), limit)
+    whole = _within(result, limit)
+    if whole is not None:
+        return whole
+    text, shown = _cut(result, limit)
     return (
-        f"{head}\n"
-        f"[output cut at {limit:,} bytes: narrow the query with a smaller limit, "
+        f"{text}\n"
+        f"[output cut at {limit:,} bytes{shown}: narrow the query with a smaller limit, "
         "filter(...) to fewer rows, or map(...) to fewer fields]"
     )
+
+
+def _within(result: object, limit: int) -> str | None:
+    """``result``'s JSON text, or None as soon as it passes ``limit`` bytes."""
+    chunks: list[str] = []
+    size = 0
+    for raw in _ENCODER.iterencode(result):
+        chunk = raw.translate(_JSON_LINE_BREAK_ESCAPES)
+        chunks.append(chunk)
+        size += _size(chunk)
+        if size > limit:
+            return None
+    return "".join(chunks)
+
+
+def _cut(result: object, limit: int) -> tuple[str, str]:
+    """The longest valid JSON prefix of ``result`` within ``limit`` bytes (see
+    :func:`query_tool_text`), and what it shows, for the notice."""
+    if (
+        isinstance(result, dict)
+        and set(result) == {"count", "rows", "truncated"}
+        and isinstance(result["rows"], list)
+    ):
+        # §9.3's rows object: its rows cut, "truncated" then true.
+        head = f'{{"count": {_encode(result["count"])}, "rows": ['
+        tail = '], "truncated": true}'
+        rows = _fitting([("", row) for row in result["rows"]], limit - _size(head + tail))
+        shown = f" after {len(rows)} of {len(result['rows'])} rows"
+        return head + ", ".join(rows) + tail, shown
+    if isinstance(result, list):
+        items = _fitting([("", item) for item in result], limit - 2)
+        return "[" + ", ".join(items) + "]", f" after {len(items)} of {len(result)} items"
+    if isinstance(result, dict):
+        pairs = [(f"{_encode(str(key))}: ", value) for key, value in sorted(result.items())]
+        fields = _fitting(pairs, limit - 2)
+        return "{" + ", ".join(fields) + "}", f" after {len(fields)} of {len(result)} fields"
+    if isinstance(result, str):
+        return _cut_string(result, limit), " inside the string"
+    return _encode(result), ""
+
+
+def _fitting(pairs: list[tuple[str, Any]], room: int) -> list[str]:
+    """Of ``prefix + JSON of value`` for each pair, in order, those that fit
+    in ``room`` bytes joined by ``", "``: the first that does not fit ends
+    them (each is encoded only as far as the room left)."""
+    kept: list[str] = []
+    for prefix, value in pairs:
+        room -= _size(prefix) + (2 if kept else 0)
+        text = _within(value, room)
+        if text is None:
+            break
+        kept.append(prefix + text)
+        room -= _size(text)
+    return kept
+
+
+def _cut_string(value: str, limit: int) -> str:
+    """``value`` as a JSON string of at most ``limit`` bytes, cut (§6.8) as
+    long as escapes allow (the longest cut found by bisection)."""
+    best = _encode("...")
+    low, high = 0, limit
+    while low <= high:
+        middle = (low + high) // 2
+        text = _encode(_core.truncate(value, middle))
+        if _size(text) <= limit:
+            best, low = text, middle + 1
+        else:
+            high = middle - 1
+    return best
 
 
 def _finite(value: object) -> object:

@@ -108,6 +108,9 @@ fn _salvage(
     dict.set_item("from_journal", salvage.from_journal)?;
     dict.set_item("lost_keys", salvage.lost_keys)?;
     dict.set_item("unreadable", salvage.unreadable)?;
+    dict.set_item("lost_changes", salvage.lost_changes)?;
+    dict.set_item("rolled_back", salvage.rolled_back)?;
+    dict.set_item("notes", salvage.notes)?;
     Ok(dict)
 }
 

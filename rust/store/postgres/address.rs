@@ -1,9 +1,10 @@
 //! A `postgresql://` address: what to connect to, and how messages name it.
 //!
 //! The URL is parsed once, when the store is opened. The password goes into
-//! the connection settings and nowhere else: [`Address::location`] and
-//! [`Address::identity`] are built from the other parts, and no message of
-//! this module repeats any part of the URL it could not read.
+//! the connection settings and nowhere else: [`Address::location`] is built
+//! from the other parts, [`Address::identity`] from them and a keyed digest
+//! of the whole URL, and no message of this module repeats any part of the
+//! URL it could not read.
 //!
 //! `tokio-postgres` reads the URL, except for two parameters it does not
 //! know in libpq's meaning, which are taken out first:
@@ -52,6 +53,10 @@ pub(crate) struct Address {
     pub root_certificates: Option<PathBuf>,
     /// `postgresql://user@host:port/database`, without the password.
     pub server: String,
+    /// A digest of the URL as given, every setting included (password,
+    /// `sslmode`, `options`...), keyed per process: see
+    /// [`Address::identity`].
+    settings: u64,
 }
 
 impl Address {
@@ -136,6 +141,7 @@ impl Address {
             tls,
             root_certificates,
             server,
+            settings: settings_digest(url),
         })
     }
 
@@ -144,10 +150,30 @@ impl Address {
         Location::new(format!("{} (project {project})", self.server))
     }
 
-    /// What makes two handles in one process the same store.
+    /// What makes two handles in one process the same store, sharing one
+    /// state and one connection: the same server and project, opened with
+    /// the same URL, every setting included. A handle opened with another
+    /// password, `sslmode` or `options` gets a connection of its own, so it
+    /// neither borrows a connection it could not make nor is refused for
+    /// another's mistake. (Two URLs that differ only in how they spell the
+    /// same settings do not share: nothing is lost but a connection.)
     pub(crate) fn identity(&self, project: &str) -> String {
-        format!("postgresql:{}\0{project}", self.server)
+        format!(
+            "postgresql:{}\0{project}\0{:016x}",
+            self.server, self.settings
+        )
     }
+}
+
+/// The URL's digest for [`Address::identity`]: `SipHash` under a key drawn
+/// once per process, so that equal URLs give equal digests here and the key
+/// says nothing of the password anywhere else.
+fn settings_digest(url: &str) -> u64 {
+    use std::hash::BuildHasher;
+    static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    KEY.get_or_init(std::collections::hash_map::RandomState::new)
+        .hash_one(url)
 }
 
 fn server_text(config: &Config) -> String {
@@ -203,6 +229,24 @@ mod tests {
             "postgresql://bob@db.example:6543/team (project acme)"
         );
         assert!(!address.identity("acme").contains("hunter"));
+    }
+
+    #[test]
+    fn only_equal_connection_settings_make_the_same_store() {
+        let identity = |url: &str| Address::parse(url).unwrap().identity("acme");
+        let base = "postgresql://bob:pw@db.example:6543/team";
+        assert_eq!(identity(base), identity(base));
+        for other in [
+            "postgresql://bob:other@db.example:6543/team",
+            "postgresql://bob:pw@db.example:6543/team?sslmode=verify-full",
+            "postgresql://bob:pw@db.example:6543/team?options=-csearch_path%3Dm",
+        ] {
+            assert_ne!(identity(base), identity(other), "{other}");
+        }
+        assert_ne!(
+            identity(base),
+            Address::parse(base).unwrap().identity("other")
+        );
     }
 
     #[test]

@@ -40,7 +40,11 @@
 //! Nothing is connected until the first call. A call that finds its
 //! connection dead (the server restarted, or ended the session) connects
 //! again and repeats what it had done, which committed nothing; a failure
-//! of a new connection is the call's error. A write that fails leaves the
+//! of a new connection is the call's error. Inside a `hold()` block the
+//! session lock went with the connection, and other processes may have
+//! written since: so there the call fails instead, and so does every later
+//! call of the block, until it ends (taking the lock again silently would
+//! hide that the block's exclusivity was broken). A write that fails leaves the
 //! transaction to the server to abort, and the store rolls the mirror back;
 //! a connection lost during `COMMIT` leaves the outcome unknown to this
 //! process, and its next refresh shows it (the `seq` moved or not).
@@ -107,11 +111,33 @@ pub struct PostgresMedium {
     seen: Option<i64>,
     /// A `BEGIN` without its end.
     in_transaction: bool,
-    /// A `hold()` block is open: the session lock must be held.
-    held: bool,
-    /// The current connection holds the session lock (a lost connection
-    /// lost it: it is taken again before anything else).
-    lock_taken: bool,
+    session_lock: SessionLock,
+}
+
+/// The session-level lock `hold()` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SessionLock {
+    /// Not taken.
+    Free,
+    /// Taken by the current connection, the `hold()` call still running.
+    Taken,
+    /// Taken by the current connection, for an open `hold()` block.
+    Held,
+    /// The block is open but the connection that held the lock was lost:
+    /// every call fails until the block ends.
+    Lost,
+}
+
+impl SessionLock {
+    /// Whether a `hold()` block is open.
+    fn in_block(self) -> bool {
+        matches!(self, SessionLock::Held | SessionLock::Lost)
+    }
+
+    /// Whether the current connection holds the lock.
+    fn taken(self) -> bool {
+        matches!(self, SessionLock::Taken | SessionLock::Held)
+    }
 }
 
 impl PostgresMedium {
@@ -125,8 +151,7 @@ impl PostgresMedium {
             project_id: None,
             seen: None,
             in_transaction: false,
-            held: false,
-            lock_taken: false,
+            session_lock: SessionLock::Free,
         }
     }
 
@@ -184,21 +209,23 @@ impl PostgresMedium {
         Ok(())
     }
 
-    /// In a `hold()` block on a new connection: takes the session lock
-    /// again before anything else, or other writers could slip in.
-    fn retake_lock(&mut self, call: &Call) -> std::result::Result<(), Failure> {
-        if self.held && !self.lock_taken {
-            let id = self.ensure_project()?;
-            self.lock(id, call, true)?;
-            self.lock_taken = true;
-        }
-        Ok(())
-    }
-
     fn disconnect(&mut self) {
+        self.session_lock = match self.session_lock {
+            SessionLock::Held | SessionLock::Lost => SessionLock::Lost,
+            SessionLock::Taken | SessionLock::Free => SessionLock::Free,
+        };
         self.connection = None;
         self.in_transaction = false;
-        self.lock_taken = false;
+    }
+
+    /// The error of every call in a `hold()` block whose lock was lost.
+    fn lost_lock(&self) -> StoreError {
+        StoreError::io(
+            &self.location,
+            "the lock of this hold() block was lost with its connection to the server \
+             (the server or the network ended the session), so other processes may have \
+             written since; nothing more is done in this block: leave it and start again",
+        )
     }
 
     /// `failure` as the call's error; the connection is dropped when it is
@@ -221,16 +248,20 @@ impl PostgresMedium {
         doing: &str,
         mut op: impl FnMut(&mut Self) -> std::result::Result<T, Failure>,
     ) -> Result<T> {
+        if self.session_lock == SessionLock::Lost {
+            return Err(self.lost_lock());
+        }
         let reused = self.connection.is_some();
         self.connect(call)?;
-        match self.retake_lock(call).and_then(|()| op(self)) {
+        match op(self) {
             Ok(value) => Ok(value),
             Err(failure) if failure.is_connection() && reused => {
                 self.disconnect();
+                if self.session_lock == SessionLock::Lost {
+                    return Err(self.lost_lock());
+                }
                 self.connect(call)?;
-                self.retake_lock(call)
-                    .and_then(|()| op(self))
-                    .map_err(|failure| self.fail(failure, call, doing))
+                op(self).map_err(|failure| self.fail(failure, call, doing))
             }
             Err(failure) => Err(self.fail(failure, call, doing)),
         }
@@ -503,14 +534,14 @@ impl Medium for PostgresMedium {
     }
 
     fn hold(&mut self, mirror: &mut Option<Mirror>, call: &Call) -> Result<()> {
-        if self.held {
+        if self.session_lock.in_block() {
             return self.refresh(mirror, call);
         }
         let outcome = self.connected(call, "while taking the lock", |this| {
-            if !this.lock_taken {
+            if !this.session_lock.taken() {
                 let id = this.ensure_project()?;
                 let project = this.lock(id, call, true)?;
-                this.lock_taken = true;
+                this.session_lock = SessionLock::Taken;
                 if this.is_current(mirror.as_ref(), &project) {
                     return Ok(());
                 }
@@ -518,31 +549,28 @@ impl Medium for PostgresMedium {
             this.catch_up(mirror)
         });
         match outcome {
-            Ok(()) => self.held = true,
-            Err(_) if self.lock_taken => {
-                self.held = true;
-                self.release();
-            }
-            Err(_) => {}
+            Ok(()) => self.session_lock = SessionLock::Held,
+            Err(_) => self.release(),
         }
         outcome
     }
 
     fn holds_lock(&self) -> bool {
-        self.held
+        self.session_lock.in_block()
     }
 
     /// Nothing is kept locked between calls, except in a `hold()` block.
     fn after_call(&mut self) {}
 
     fn release_if_idle(&mut self, _now: Instant) -> bool {
-        self.held
+        self.session_lock.in_block()
     }
 
     fn release(&mut self) {
         self.abort_transaction();
-        self.held = false;
-        if !std::mem::take(&mut self.lock_taken) {
+        let taken = self.session_lock.taken();
+        self.session_lock = SessionLock::Free;
+        if !taken {
             return;
         }
         let unlocked = match self.project_id {
@@ -563,14 +591,13 @@ impl Medium for PostgresMedium {
             std::mem::forget(connection);
         }
         self.in_transaction = false;
-        self.held = false;
-        self.lock_taken = false;
+        self.session_lock = SessionLock::Free;
         self.seen = None;
     }
 
     fn distrust(&mut self) {
         self.disconnect();
-        self.held = false;
+        self.session_lock = SessionLock::Free;
         self.seen = None;
         self.project_id = None;
     }

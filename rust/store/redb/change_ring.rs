@@ -12,6 +12,8 @@
 //!     24     8  seq: number of change records ever appended
 //!     32     8  head: number of ring bytes ever written
 //!     64  256 KiB ring of records: seq (u64) | key length (u32) | key bytes
+//!  256 KiB
+//!    + 64     68  the acknowledgement mark of the lease (see `acknowledged.rs`)
 //! ```
 //!
 //! Invariants that make it safe:
@@ -20,13 +22,10 @@
 //!   handle (which excludes writers). So a reader never sees a half-written
 //!   record, and a commit is always announced before it becomes visible.
 //! * A missing or unreadable sidecar is initialised (an empty ring with a new
-//!   ring id) by the next writer, when it takes the write lease, or by a
-//!   reader that has just loaded an intact store that no killed writer left
-//!   behind, while its read handle excludes writers: no writer runs
-//!   meanwhile, so "nothing changed since" is true either way. A reader
-//!   never touches the sidecar of a crashed or damaged store (it changes no
-//!   file of such a store): it then reloads the store on each call until a
-//!   writer has made a ring.
+//!   ring id) by the next writer, when it takes the write lease: no writer
+//!   runs meanwhile, so "nothing changed since" is true. A reader never
+//!   creates or initialises it (§14.2: readers create no file): it then
+//!   reloads the store on each call until a writer has made a ring.
 //! * A record only says "this key may have changed": the reader re-reads the
 //!   key from redb. A writer that dies between announcing and committing
 //!   costs a needless re-read, never a wrong mirror.
@@ -44,10 +43,16 @@
 //!   can only be initialised by a writer, i.e. after the lease; its
 //!   new ring id then sends every reader (this process included) to a full
 //!   refresh. This saves two `stat` calls per save.
+//! * The sidecar is opened with `O_NOFOLLOW` and only when it is a regular
+//!   file (§14.2): a symbolic link planted in its place is never followed
+//!   (a save would otherwise write into whatever it points at); the store
+//!   then works without a ring, every read reloading it.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use crate::store::redb::acknowledged::{self, Mark};
 
 /// Appended to the store's file name to name the sidecar.
 pub(crate) const SUFFIX: &str = ".sync";
@@ -62,13 +67,16 @@ const HEADER_LEN: u64 = 64;
 /// disk space.
 pub(crate) const RING_LEN: u64 = 256 << 10;
 const RECORD_HEADER: usize = 12;
+/// Where the acknowledgement mark lies: past the ring, so that versions
+/// that do not know it never read or overwrite it.
+const MARK_OFFSET: u64 = HEADER_LEN + RING_LEN;
 
 /// Where the change log stood when a mirror was last brought up to date.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Position {
-    ring_id: u64,
-    seq: u64,
-    head: u64,
+    pub(crate) ring_id: u64,
+    pub(crate) seq: u64,
+    pub(crate) head: u64,
 }
 
 /// The change ring of one store file.
@@ -95,13 +103,13 @@ impl ChangeRing {
     /// reading only when the caller may not write it. Looking never creates
     /// it (only a writer does, see [`ChangeRing::initialise`]).
     fn file(&mut self) -> Option<&File> {
-        let on_disk = std::fs::metadata(&self.path).ok().map(|m| m.ino());
+        let on_disk = std::fs::symlink_metadata(&self.path).ok().map(|m| m.ino());
         if self.file.is_none() || on_disk != Some(self.inode) {
             let open = |write: bool| {
                 OpenOptions::new()
                     .read(true)
                     .write(write)
-                    .custom_flags(libc::O_NONBLOCK)
+                    .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
                     .open(&self.path)
                     .ok()
                     .filter(|file| file.metadata().is_ok_and(|meta| meta.is_file()))
@@ -158,8 +166,10 @@ impl ChangeRing {
             .create(true)
             .truncate(false)
             .mode(0o600)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
             .open(&self.path)
-            .ok()?;
+            .ok()
+            .filter(|file| file.metadata().is_ok_and(|meta| meta.is_file()))?;
         drop(created);
         let position = Position {
             ring_id: crate::random::random_u64() | 1,
@@ -170,9 +180,36 @@ impl ChangeRing {
         header[..8].copy_from_slice(MAGIC);
         header[16..24].copy_from_slice(&position.ring_id.to_le_bytes());
         let file = self.file()?;
+        // Zeros in the mark's place too: no mark is a valid one.
         file.set_len(HEADER_LEN + RING_LEN).ok()?;
+        file.set_len(MARK_OFFSET + acknowledged::MARK_LEN as u64)
+            .ok()?;
         file.write_all_at(&header, 0).ok()?;
         self.position()
+    }
+
+    /// Writes the whole acknowledgement mark (by the holder of the write
+    /// lease; see `acknowledged.rs`). Returns whether it is on file.
+    pub(crate) fn write_mark(&mut self, mark: &Mark) -> bool {
+        self.leased_file()
+            .is_some_and(|file| file.write_all_at(&mark.encode(), MARK_OFFSET).is_ok())
+    }
+
+    /// Moves the mark's acknowledged number to `mark`'s: one small write
+    /// into the page cache per save (the number and the checksum, which
+    /// lie together at the end of the mark).
+    pub(crate) fn write_acknowledged(&mut self, mark: &Mark) -> bool {
+        let (at, bytes) = mark.encode_acknowledged();
+        self.leased_file()
+            .is_some_and(|file| file.write_all_at(&bytes, MARK_OFFSET + at as u64).is_ok())
+    }
+
+    /// The acknowledgement mark on file, if any whole one is there.
+    pub(crate) fn mark(&mut self) -> Option<Mark> {
+        let mut bytes = [0u8; acknowledged::MARK_LEN];
+        let file = self.file()?;
+        file.read_exact_at(&mut bytes, MARK_OFFSET).ok()?;
+        Mark::decode(&bytes)
     }
 
     /// Appends one record per key after `from` (the current position, which

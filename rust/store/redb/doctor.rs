@@ -8,9 +8,11 @@
 //!    killed writer), in memory;
 //! 2. redb's page checksums, before anything is replayed on top;
 //! 3. the journal: records redb lacks (a note: the next open applies them),
-//!    valid records stranded behind a damaged one, a damaged newest record
-//!    of a killed writer, or a journal cut short (problems: acknowledged
-//!    changes at risk);
+//!    a newest record whose write was cut short (a note: never
+//!    acknowledged, the next open discards it), and acknowledged changes it
+//!    cannot give back, judged as the next open judges them
+//!    (`acknowledged.rs`: valid records stranded behind a damaged one,
+//!    acknowledged changes damaged or cut away; problems);
 //! 4. every record against its checksum, after the journal's records are
 //!    applied as the next open would, and the invariants of §1.2.
 //!
@@ -31,8 +33,9 @@ use crate::error::{AtStore, Result, StoreError};
 use crate::quiet_panic::catch;
 use crate::store::MAX_KEY_BYTES;
 use crate::store::medium::Call;
+use crate::store::redb::acknowledged::{self, Mark};
 use crate::store::redb::change_ring::ChangeRing;
-use crate::store::redb::format::{ENTRIES, TABLE_NAMES, read_meta};
+use crate::store::redb::format::{ENTRIES, Meta, TABLE_NAMES, read_meta};
 use crate::store::redb::journal::{Journal, Pending, Snapshot};
 use crate::store::redb::overlay::OverlayBackend;
 
@@ -99,17 +102,19 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
     let recovery = Arc::new(Mutex::new(Recovery::default()));
     let seen = recovery.clone();
     let opened = catch(|| {
-        redb::Builder::new()
-            .set_repair_callback(move |session| {
-                let mut seen = seen
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                seen.ran = true;
-                // The first report of a repair comes at 0.3 only when the
-                // newest commit fails its checksums.
-                seen.fell_back |= session.progress() < 0.5;
-            })
-            .create_with_backend(backend)
+        backend.database(|backend| {
+            redb::Builder::new()
+                .set_repair_callback(move |session| {
+                    let mut seen = seen
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    seen.ran = true;
+                    // The first report of a repair comes at 0.3 only when
+                    // the newest commit fails its checksums.
+                    seen.fell_back |= session.progress() < 0.5;
+                })
+                .create_with_backend(backend)
+        })
     });
     let mut db = match opened {
         Ok(Ok(db)) => db,
@@ -143,8 +148,14 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
         Err(_) => report.problem("the integrity check fails: the database engine failed".into()),
     }
     let crashed = recovery.ran;
-    let checked =
-        catch(|| check_records(&db, path, snapshot.as_ref(), &journal, crashed, &mut report));
+    let mark = ring.mark();
+    let journal_state = JournalState {
+        snapshot: snapshot.as_ref(),
+        journal: &journal,
+        mark: mark.as_ref(),
+        crashed,
+    };
+    let checked = catch(|| check_records(&db, path, &journal_state, &mut report));
     match checked {
         Ok(Ok(())) => {}
         Ok(Err(error @ (StoreError::NewerSchema { .. } | StoreError::Corrupt { .. })))
@@ -174,14 +185,22 @@ struct Recovery {
     fell_back: bool,
 }
 
+/// The journal beside the file, as read under the file's lock.
+struct JournalState<'a> {
+    snapshot: Option<&'a Snapshot>,
+    journal: &'a Journal,
+    /// The sidecar's acknowledgement mark (acknowledged.rs).
+    mark: Option<&'a Mark>,
+    /// The file was left by a killed writer.
+    crashed: bool,
+}
+
 /// Checks the meta table and the tables, applies the journal's pending
 /// records as the next open would, and checks every resulting entry.
 fn check_records(
     db: &Database,
     path: &Path,
-    snapshot: Option<&Snapshot>,
-    journal: &Journal,
-    crashed: bool,
+    journal: &JournalState<'_>,
     report: &mut Report,
 ) -> Result<()> {
     let rtx = db.begin_read().at(path)?;
@@ -220,12 +239,12 @@ fn check_records(
             "the file says it holds {count} records, but {read} could be read"
         ));
     }
-    if let Some(snapshot) = snapshot {
+    if let Some(snapshot) = journal.snapshot {
         let pending = snapshot.pending(&meta.store_id, meta.journal_seq);
         check_journal(
             &pending,
+            &meta,
             journal,
-            crashed,
             &mut interner,
             &mut entries,
             report,
@@ -252,33 +271,37 @@ fn check_records(
 /// applies the replayable ones to `entries` as the next open would.
 fn check_journal(
     pending: &Pending,
-    journal: &Journal,
-    crashed: bool,
+    meta: &Meta,
+    state: &JournalState<'_>,
     interner: &mut Interner,
     entries: &mut BTreeMap<String, Entry>,
     report: &mut Report,
 ) {
-    if pending.stranded > 0 {
-        report.problem(format!(
-            "{} acknowledged change(s) in the journal follow a damaged record and cannot \
-             be replayed (they would be lost)",
-            pending.stranded
-        ));
-    }
-    if let Some(seq) = pending.damaged_next
-        && (crashed || !pending.records.is_empty())
-    {
-        report.problem(format!(
-            "the journal's record of change {seq} fails its checksum: an acknowledged \
-             change of the writer that was killed is lost"
-        ));
-    }
-    if pending.short {
-        report.problem(format!(
-            "the journal is shorter than membolt makes it ({}): acknowledged changes it \
-             held may be lost",
-            journal.path().display()
-        ));
+    let loss = acknowledged::loss(
+        pending,
+        state.mark,
+        &meta.store_id,
+        meta.journal_seq,
+        state.crashed,
+    );
+    if let Some(loss) = &loss {
+        report.problem(format!("{} (they would be lost)", loss.describe()));
+    } else {
+        if let Some(damaged) = pending.damaged_next {
+            report.notes.push(format!(
+                "the journal's newest record (change {}) was cut short as it was written \
+                 (its writer was killed, or the power failed), so its change never returned \
+                 to its caller; the next open discards it",
+                damaged.seq
+            ));
+        }
+        if pending.short {
+            report.notes.push(format!(
+                "the journal is shorter than membolt makes it ({}), but held no \
+                 acknowledged change the file lacks; the next writer makes a new one",
+                state.journal.path().display()
+            ));
+        }
     }
     if !pending.records.is_empty() {
         report.notes.push(format!(

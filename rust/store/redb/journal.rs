@@ -47,10 +47,16 @@
 //!   and whatever lies beyond is stale. Replaying sets every key to the
 //!   bytes it had after each change, in order, so replaying records redb
 //!   already holds (a lease whose final commit failed) changes nothing.
-//! * A change returns only once its record is down. A record whose write
-//!   fails is taken back (its first block zeroed, best effort) and its
-//!   place reused, so a crash does not replay a change that reported an
-//!   error.
+//! * A change returns only once its record is down, and once the
+//!   acknowledgement mark in the `.sync` sidecar counts it
+//!   (`acknowledged.rs`). A record whose write fails is taken back (its
+//!   first block zeroed, best effort) and its place reused, so a crash does
+//!   not replay a change that reported an error.
+//! * A write cut short (a kill during a buffered write, which copies a page
+//!   at a time; a power cut during any write) can leave the newest record
+//!   with its first page(s) new and the rest old. Its change was never
+//!   acknowledged, so the records before it are all there is to replay;
+//!   the mark tells such a record from an acknowledged one damaged since.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -149,10 +155,13 @@ impl Journal {
     }
 
     /// Opens the journal for synchronous writes, creating (zero-filled and
-    /// flushed, directory entry included) a missing or short one.
+    /// flushed, directory entry included) a missing or short one. Anything
+    /// but a regular file in its place (a symbolic link planted there, say)
+    /// is replaced, never written through.
     fn open(&mut self) -> io::Result<()> {
-        let len = std::fs::metadata(&self.path).map_or(0, |meta| meta.len());
-        if len != JOURNAL_BYTES as u64 {
+        let whole = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|meta| meta.is_file() && meta.len() == JOURNAL_BYTES as u64);
+        if !whole {
             self.create()?;
         }
         let (file, direct) = open_synchronous(&self.path)?;
@@ -170,11 +179,17 @@ impl Journal {
         name.push(".new");
         let fresh = PathBuf::from(name);
         let made = (|| {
+            // A new file of our own: whatever was left at that name (a
+            // symbolic link planted there included) is removed, not followed.
+            match std::fs::remove_file(&fresh) {
+                Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+                _ => {}
+            }
             let file = OpenOptions::new()
                 .write(true)
-                .create(true)
-                .truncate(true)
+                .create_new(true)
                 .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(&fresh)?;
             file.write_all_at(&vec![0u8; JOURNAL_BYTES], 0)?;
             file.sync_all()?;
@@ -330,13 +345,20 @@ impl Journal {
     /// The journal file, if any, open for reading.
     fn open_for_reading(&self) -> io::Result<Option<File>> {
         // Non-blocking: a FIFO put in the journal's place must not hang us.
+        // A symbolic link is not followed: it may point anywhere.
         let opened = OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NONBLOCK)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
             .open(&self.path);
         let file = match opened {
             Ok(file) => file,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "not a regular file (a symbolic link)",
+                ));
+            }
             Err(error) => return Err(error),
         };
         if !file.metadata()?.is_file() {
@@ -363,24 +385,13 @@ impl Snapshot {
     }
 }
 
-/// Every valid record of a store numbered after a given seq, wherever it
-/// lies in the journal ([`Snapshot::every_record_after`]).
-#[derive(Debug, Default)]
-pub(crate) struct AllRecords {
-    /// Oldest first.
-    pub records: Vec<Record>,
-    /// Record headers of the store whose record fails its checksum.
-    pub damaged: usize,
-}
-
 impl Snapshot {
     /// Every valid record of this store numbered after `durable_seq`, in
     /// the order of their numbers, whether or not a replay would reach it:
     /// what `membolt repair` can salvage from a damaged journal.
-    pub(crate) fn every_record_after(&self, store_id: &[u8], durable_seq: u64) -> AllRecords {
+    pub(crate) fn every_record_after(&self, store_id: &[u8], durable_seq: u64) -> Vec<Record> {
         let bytes = &self.0;
         let mut found: BTreeMap<u64, Record> = BTreeMap::new();
-        let mut damaged = 0;
         let mut at = 0;
         while at < bytes.len() {
             match parse_any_header(&bytes[at..], store_id) {
@@ -392,21 +403,19 @@ impl Snapshot {
                         at += (HEADER + len).next_multiple_of(BLOCK);
                     } else {
                         // Its length may be damaged too: look in the next block.
-                        damaged += 1;
                         at += BLOCK;
                     }
                 }
                 None => at += BLOCK,
             }
         }
-        AllRecords {
-            records: found.into_values().collect(),
-            damaged,
-        }
+        found.into_values().collect()
     }
 }
 
-/// What a journal holds beyond redb's durable `journal_seq`.
+/// What a journal holds beyond redb's durable `journal_seq`. Whether any
+/// of it means acknowledged changes are lost is `acknowledged::loss`'s to
+/// judge, with the sidecar's mark.
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
     /// The records to replay, oldest first.
@@ -415,17 +424,28 @@ pub(crate) struct Pending {
     /// `records` that cannot be replayed, because a damaged record comes
     /// before them: acknowledged changes that would be lost.
     pub stranded: usize,
+    /// The newest number among them.
+    pub stranded_newest: u64,
     /// The file is shorter than a journal is made, so records may have
     /// been cut away.
     pub short: bool,
     /// Where the replayable records end lies what looks like the next
-    /// record (numbered next, or of this store with a readable number that
-    /// is not an old one) failing its checksum: on a file left by a killed
-    /// writer, that is a damaged acknowledged change. A process killed
-    /// during a write cannot leave one (the kernel finishes the write
-    /// before the signal lands); only a power cut during that very write
-    /// can, and that write was never acknowledged. Its seq, when readable.
-    pub damaged_next: Option<u64>,
+    /// record failing its checksum: either the newest record, whose write
+    /// was cut short (by a kill during a buffered write, or a power cut)
+    /// and never acknowledged, or an acknowledged one damaged since.
+    pub damaged_next: Option<DamagedNext>,
+}
+
+/// A block where the next record would be that fails its checksum but is
+/// marked as that record ([`Pending::damaged_next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DamagedNext {
+    /// The number the next record has.
+    pub seq: u64,
+    /// Its magic bytes, store id and number are all the next record's: a
+    /// write cut short leaves them so (they lie in its first 48 bytes,
+    /// written first). Otherwise the damage is in the header itself.
+    pub header_whole: bool,
 }
 
 /// Every replayable record after `durable_seq`, and the valid records of
@@ -434,12 +454,14 @@ fn scan(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> Pending {
     let (records, end) = decode_all(bytes, store_id, durable_seq);
     let last = records.last().map_or(durable_seq, |record| record.seq);
     let mut stranded = 0;
+    let mut stranded_newest = 0;
     let mut at = end;
     while at < bytes.len() {
         match parse_any_header(&bytes[at..], store_id) {
             Some((seq, len)) if decode_one(&bytes[at..], store_id, seq).is_some() => {
                 if seq > last {
                     stranded += 1;
+                    stranded_newest = stranded_newest.max(seq);
                 }
                 at += (HEADER + len).next_multiple_of(BLOCK);
             }
@@ -450,6 +472,7 @@ fn scan(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> Pending {
         damaged_next: damaged_next(bytes.get(end..).unwrap_or_default(), store_id, last),
         records,
         stranded,
+        stranded_newest,
         short: false,
     }
 }
@@ -461,21 +484,30 @@ fn scan(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> Pending {
 /// its number, so that one flipped bit anywhere in the header is still
 /// recognised; an old record (this store's, numbered `last` or below),
 /// zeros, or another store's record are not.
-fn damaged_next(block: &[u8], store_id: &[u8], last: u64) -> Option<u64> {
+fn damaged_next(block: &[u8], store_id: &[u8], last: u64) -> Option<DamagedNext> {
     let head = block.get(..HEADER)?;
     let next = last.wrapping_add(1);
     let seq = u64::from_le_bytes(head[8..16].try_into().ok()?);
     let magic = &head[..8] == MAGIC;
     let ours = head[16..32] == id16(store_id);
+    let numbered_next = seq == next;
+    let found = |header_whole| {
+        Some(DamagedNext {
+            seq: next,
+            header_whole,
+        })
+    };
     if magic && ours && seq <= last {
         // An old record, unless it is the next one with its number damaged.
         let mut renumbered = block.to_vec();
         renumbered[8..16].copy_from_slice(&next.to_le_bytes());
-        return decode_one(&renumbered, store_id, next).map(|_| next);
+        return decode_one(&renumbered, store_id, next).and_then(|_| found(false));
     }
-    let numbered_next = seq == next;
-    let holding = [magic, ours, numbered_next].iter().filter(|&&b| b).count();
-    (holding >= 2).then_some(next)
+    match [magic, ours, numbered_next].iter().filter(|&&b| b).count() {
+        3 => found(true),
+        2 => found(false),
+        _ => None,
+    }
 }
 
 /// The inode and length of the file at `path`, and nothing more. This runs
@@ -489,7 +521,7 @@ fn inode_and_len(path: &Path) -> io::Result<(u64, u64)> {
     let found = statx(
         CWD,
         path,
-        AtFlags::empty(),
+        AtFlags::SYMLINK_NOFOLLOW,
         StatxFlags::INO | StatxFlags::SIZE,
     )?;
     Ok((found.stx_ino, found.stx_size))
@@ -497,7 +529,7 @@ fn inode_and_len(path: &Path) -> io::Result<(u64, u64)> {
 
 #[cfg(not(target_os = "linux"))]
 fn inode_and_len(path: &Path) -> io::Result<(u64, u64)> {
-    let meta = std::fs::metadata(path)?;
+    let meta = std::fs::symlink_metadata(path)?;
     Ok((meta.ino(), meta.len()))
 }
 
@@ -535,7 +567,7 @@ fn open_synchronous(path: &Path) -> io::Result<(File, bool)> {
         let direct = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
+            .custom_flags(libc::O_DIRECT | libc::O_DSYNC | libc::O_NOFOLLOW)
             .open(path);
         match direct {
             Ok(file) => return Ok((file, true)),
@@ -550,7 +582,7 @@ fn open_plain_synchronous(path: &Path) -> io::Result<(File, bool)> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
-        .custom_flags(libc::O_DSYNC)
+        .custom_flags(libc::O_DSYNC | libc::O_NOFOLLOW)
         .open(path)?;
     Ok((file, false))
 }
@@ -620,7 +652,7 @@ fn encode(seq: u64, store_id: &[u8], clock: i64, changes: &[Change]) -> Vec<u8> 
 
 /// The store id as the record holds it (ids are 16 bytes; anything else is
 /// padded or cut, consistently on both sides).
-fn id16(store_id: &[u8]) -> [u8; 16] {
+pub(crate) fn id16(store_id: &[u8]) -> [u8; 16] {
     let mut id = [0u8; 16];
     let n = store_id.len().min(16);
     id[..n].copy_from_slice(&store_id[..n]);
@@ -941,7 +973,11 @@ mod tests {
             std::fs::write(journal.path(), &bytes).unwrap();
             let pending = journal.pending(&ID, 4).unwrap();
             assert_eq!(pending.records.len(), 1, "offset {offset}");
-            assert_eq!(pending.damaged_next, Some(6), "offset {offset}");
+            let damaged = pending.damaged_next.expect("found");
+            assert_eq!(damaged.seq, 6, "offset {offset}");
+            // Magic, number and store id lie in the first 32 bytes.
+            let identifying = offset < BLOCK + 32;
+            assert_eq!(damaged.header_whole, !identifying, "offset {offset}");
         }
         // Past the record, in the block's unused rest: nothing is damaged.
         let mut bytes = pristine.clone();
@@ -953,6 +989,49 @@ mod tests {
         assert_eq!(journal.pending(&ID, 6).unwrap().damaged_next, None);
         // Another store's records are not this store's next one.
         assert_eq!(journal.pending(&[7; 16], 0).unwrap().damaged_next, None);
+    }
+
+    /// A multi-block record whose write was cut short after some of its
+    /// pages (the rest as an older lease left them): the records before it
+    /// are all there is, and it is found as a damaged next record with its
+    /// header whole, at every page boundary.
+    #[test]
+    fn a_record_cut_short_at_any_page_is_the_damaged_next_with_its_header_whole() {
+        let big = vec![9u8; 5 * BLOCK];
+        let (_dir, mut journal) = journal();
+        journal.begin_lease();
+        // An older lease: big records of its own all over the journal.
+        for seq in 1..=3 {
+            journal
+                .append(seq, &ID, 0, &[change("old", Some(&big))])
+                .unwrap();
+        }
+        let old = std::fs::read(journal.path()).unwrap();
+        journal.begin_lease();
+        journal
+            .append(4, &ID, 0, &[change("a", Some(b"1"))])
+            .unwrap();
+        journal
+            .append(5, &ID, 0, &[change("b", Some(&big))])
+            .unwrap();
+        let new = std::fs::read(journal.path()).unwrap();
+        for pages in 1..6 {
+            let mut torn = new.clone();
+            let cut = BLOCK + pages * BLOCK; // record 5 starts in block 1
+            torn[cut..].copy_from_slice(&old[cut..]);
+            std::fs::write(journal.path(), &torn).unwrap();
+            let pending = journal.pending(&ID, 3).unwrap();
+            assert_eq!(pending.records.len(), 1, "{pages} pages");
+            assert_eq!(pending.stranded, 0, "{pages} pages");
+            assert_eq!(
+                pending.damaged_next,
+                Some(DamagedNext {
+                    seq: 5,
+                    header_whole: true
+                }),
+                "{pages} pages"
+            );
+        }
     }
 
     #[test]

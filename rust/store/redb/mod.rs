@@ -6,10 +6,13 @@
 //! format.rs            tables, meta fields, schema, initialisation
 //! load.rs              the bulk loader (a whole file into a mirror)
 //! journal.rs           the `.journal` file: one synchronous record per change
+//! acknowledged.rs      which journaled changes returned, so which are lost
 //! replay.rs            the journal records redb lacks: checked, applied
 //! lease.rs             opening the file with retries, lease timings
 //! change_ring.rs       the `.sync` sidecar: which keys other processes changed
+//!                      (and the acknowledgement mark)
 //! overlay.rs           opening a file so that nothing is written to it
+//! page_walk.rs         reading records page by page when redb cannot open a file
 //! path.rs              making a store path safe to use
 //! doctor.rs            `membolt doctor`: a read-only check of a file
 //! repair.rs            `membolt repair`: salvaging a damaged file into a new one
@@ -38,6 +41,7 @@
 //! committed when the lease ends, or durably when the journal is full (or
 //! unavailable: then every change is a durable commit of its own).
 
+pub(crate) mod acknowledged;
 pub(crate) mod change_ring;
 pub mod doctor;
 #[cfg(any(test, feature = "testing"))]
@@ -47,6 +51,7 @@ pub(crate) mod journal;
 pub(crate) mod lease;
 pub(crate) mod load;
 pub(crate) mod overlay;
+pub(crate) mod page_walk;
 pub(crate) mod path;
 pub mod repair;
 pub(crate) mod replay;
@@ -63,6 +68,7 @@ use crate::store::change_set::ChangeSet;
 use crate::store::medium::{Call, Medium};
 use crate::store::mirror::Mirror;
 
+use acknowledged::Mark;
 use change_ring::{ChangeRing, Position};
 use format::{
     CLOCK, ENTRIES, JOURNAL_SEQ, META, Meta, decode_entry, initialise, read_meta, upgrade,
@@ -70,7 +76,7 @@ use format::{
 use journal::Journal;
 use lease::Repair;
 use load::load_all;
-use overlay::OverlayBackend;
+use overlay::{InMemory, OverlayBackend};
 use path::{prepare_file, store_file_has_data};
 
 pub use format::SCHEMA_VERSION;
@@ -98,6 +104,9 @@ pub struct RedbMedium {
     journal_on: bool,
     /// The number of the newest change, known while the lease is held.
     journal_seq: u64,
+    /// The acknowledgement mark of this lease's journal (see
+    /// acknowledged.rs), while the journal is on.
+    mark: Option<Mark>,
     /// Set when the file was found damaged: nothing is written to it any
     /// more, and reads answer from the mirror as last verified.
     damage: Option<Damage>,
@@ -136,6 +145,7 @@ impl RedbMedium {
             journal: Journal::new(&path),
             journal_on: false,
             journal_seq: 0,
+            mark: None,
             damage: None,
             path,
         }
@@ -188,18 +198,14 @@ impl RedbMedium {
             *mirror = None; // load the whole file, checking every record
         }
         let meta = self.catch_up(mirror, &handle)?;
-        let records = replay::pending_records(&self.journal, &meta, crashed)?;
+        let mark = self.ring.mark();
+        let records = replay::pending_records(&self.journal, &meta, mark.as_ref(), crashed)?;
         if !records.is_empty() {
             let mirror = mirror.as_mut().expect("caught up");
             replay::replay_into_mirror(mirror, &records, self.journal.path())?;
-        } else if !crashed && self.seen.is_none() {
-            // An intact store without a usable change ring (a copied file,
-            // say): make one, so that later calls need not reload the whole
-            // store. The handle held excludes writers, so an empty ring is a
-            // true account of the changes to come. A crashed or damaged
-            // store is never written to by a reader, its ring included.
-            self.seen = self.ring.initialise();
         }
+        // A reader creates no file, a missing change ring included: without
+        // one, each call reloads the store until a writer makes it.
         self.verified = true;
         Ok(())
     }
@@ -285,7 +291,20 @@ impl RedbMedium {
             *mirror = None; // a new store id: every record was rewritten
         }
         self.journal_on = self.journal.begin_lease();
-        self.catch_up(mirror, &lease.db).map(drop)
+        let meta = self.catch_up(mirror, &lease.db)?;
+        self.mark = None;
+        if self.journal_on {
+            self.start_mark(&meta.store_id, self.seen);
+        }
+        Ok(())
+    }
+
+    /// Writes the acknowledgement mark of a journal that starts (again)
+    /// with redb holding every change up to `journal_seq`, `ring` being the
+    /// change ring's position then.
+    fn start_mark(&mut self, store_id: &[u8], ring: Option<Position>) {
+        let mark = Mark::new(store_id, self.journal_seq, ring);
+        self.mark = self.ring.write_mark(&mark).then_some(mark);
     }
 
     /// With a write handle just opened: re-applies the journaled changes
@@ -293,8 +312,9 @@ impl RedbMedium {
     /// announcing their keys to every mirror. Returns redb's `journal_seq`
     /// afterwards.
     fn replay_journal(&mut self, db: &Database, crashed: bool) -> Result<u64> {
+        let mark = self.ring.mark();
         let (journal, ring) = (&self.journal, &mut self.ring);
-        let pending = |meta: &Meta| replay::pending_records(journal, meta, crashed);
+        let pending = |meta: &Meta| replay::pending_records(journal, meta, mark.as_ref(), crashed);
         replay::replay_into_file(db, &self.path, pending, |keys| {
             if let Some(now) = ring.position() {
                 ring.append(now, keys.iter().copied());
@@ -356,6 +376,7 @@ impl RedbMedium {
             seen,
             journal,
             journal_on,
+            mark,
             ..
         } = self;
         let lease = lease.as_mut().expect("a write runs with the lease");
@@ -391,12 +412,21 @@ impl RedbMedium {
                 .map_err(|e| WriteFailure::TransactionLost(StoreError::io(journal.path(), e)))?;
             lease.wtx = Some(wtx);
             lease.uncommitted = true;
+            // Acknowledged from here: say so before the call returns.
+            if let Some(mark) = mark {
+                mark.acknowledge(seq);
+                ring.write_acknowledged(mark);
+            }
         } else {
             // No journal, or a record too big for what is left of it: a
             // durable redb commit (of the lease's earlier changes too).
             commit_durably(wtx, seq, path).map_err(WriteFailure::TransactionLost)?;
             lease.uncommitted = false;
             journal.restart();
+            if let Some(mark) = mark {
+                mark.rebase(seq, position);
+                ring.write_mark(mark);
+            }
         }
         Ok(position)
     }
@@ -414,6 +444,10 @@ impl RedbMedium {
         if let Ok(seq) = self.replay_journal(&lease.db, false) {
             self.journal_seq = seq;
             self.journal.restart();
+            if let Some(mark) = &mut self.mark {
+                mark.rebase(seq, self.ring.position());
+                self.ring.write_mark(mark);
+            }
             self.lease = Some(lease);
         } else {
             let _ = lease.db.close();
@@ -665,11 +699,14 @@ pub(crate) fn recover_in_memory(
     path: &Path,
     call: &Call,
     ring: &mut ChangeRing,
-) -> Result<Database> {
+) -> Result<InMemory> {
     let backend = OverlayBackend::open(path, call.deadline, call.started, ring)?;
-    redb::Builder::new()
-        .set_cache_size(READ_CACHE_BYTES)
-        .create_with_backend(backend)
+    backend
+        .database(|backend| {
+            redb::Builder::new()
+                .set_cache_size(READ_CACHE_BYTES)
+                .create_with_backend(backend)
+        })
         .at(path)
 }
 
@@ -677,7 +714,7 @@ pub(crate) fn recover_in_memory(
 enum ReadHandle {
     ReadOnly(ReadOnlyDatabase),
     /// A crashed file, recovered in memory.
-    Recovered(Database),
+    Recovered(InMemory),
 }
 
 trait BeginRead {

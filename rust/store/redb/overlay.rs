@@ -8,6 +8,14 @@
 //! the file through [`OverlayBackend`]: reads come from the file (opened
 //! read-only), and every write redb makes lands in memory over it.
 //!
+//! A database opened so is wrapped in [`InMemory`], which never closes it:
+//! redb's close commits, walking the freed-page tree, and on a damaged one
+//! redb panics and panics again while unwinding, which aborts the process
+//! (no `catch_unwind` helps). Nothing of such a database is meant to last,
+//! so it is forgotten instead, after the file (and its lock) and the
+//! overlay's bytes are let go: what stays behind is redb's bookkeeping and
+//! at most its page cache (as small as the caller chose).
+//!
 //! Other processes are kept out by a shared lock on the file (`flock`),
 //! which a redb writer's exclusive lock conflicts with (redb takes the
 //! whole-file lock of its older versions too); readers of the file, which
@@ -17,12 +25,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, TryLockError};
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use redb::StorageBackend;
+use redb::{Database, StorageBackend};
 
 use crate::error::{AtStore, Result, StoreError};
 use crate::store::redb::change_ring::ChangeRing;
@@ -30,16 +40,21 @@ use crate::store::redb::lease;
 
 /// The unit the overlay keeps written bytes in.
 const BLOCK: u64 = 4096;
+/// See [`OverlayBackend::force_recovery`].
+const GOD_BYTE: usize = 9;
+const RECOVERY_REQUIRED: u8 = 2;
+const TWO_PHASE_COMMIT: u8 = 4;
 
 #[derive(Debug)]
 pub(crate) struct OverlayBackend {
-    /// The store file, read-only, holding the shared lock.
-    file: File,
-    state: Mutex<Overlay>,
+    state: Arc<Mutex<Overlay>>,
 }
 
 #[derive(Debug)]
 struct Overlay {
+    /// The store file, read-only, holding the shared lock; `None` once let
+    /// go ([`InMemory`]).
+    file: Option<File>,
     /// The length redb sees.
     len: u64,
     /// The length of the file underneath.
@@ -68,13 +83,59 @@ impl OverlayBackend {
         .at(path)?;
         let file_len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
         Ok(OverlayBackend {
-            file,
-            state: Mutex::new(Overlay {
+            state: Arc::new(Mutex::new(Overlay {
+                file: Some(file),
                 len: file_len,
                 file_len,
                 blocks: BTreeMap::new(),
-            }),
+            })),
         })
+    }
+
+    /// Opens redb over this backend (`open`: a `redb::Builder` call), as an
+    /// [`InMemory`] database that is never closed.
+    pub(crate) fn database<E>(
+        self,
+        open: impl FnOnce(OverlayBackend) -> std::result::Result<Database, E>,
+    ) -> std::result::Result<InMemory, E> {
+        let state = self.state.clone();
+        let db = open(self)?;
+        Ok(InMemory {
+            db: ManuallyDrop::new(db),
+            state,
+        })
+    }
+
+    /// Makes redb take the file for one left by a killed writer, so that
+    /// opening it runs redb's own recovery, here in memory: the newest
+    /// commit is checked (the one before used should it fail) and the
+    /// allocator state is rebuilt from the trees instead of read. For
+    /// `membolt repair`, when the file does not open as it is.
+    pub(crate) fn force_recovery(&self) -> std::io::Result<()> {
+        let mut overlay = self.overlay();
+        let mut header = overlay.block(0)?;
+        // redb 4's file header: byte 9 holds its flags; 2 = "recovery
+        // required", 4 = "the newest commit was two-phase" (with it, a
+        // newest commit failing its checksums is refused outright rather
+        // than passed over for the one before).
+        header[GOD_BYTE] = (header[GOD_BYTE] | RECOVERY_REQUIRED) & !TWO_PHASE_COMMIT;
+        overlay.blocks.insert(0, header);
+        Ok(())
+    }
+
+    /// Whether both of the file's commit slots point at the same tree of
+    /// tables: then falling back from the newest commit to the one before
+    /// (see [`OverlayBackend::force_recovery`]) loses no record.
+    pub(crate) fn commits_share_their_tables(&self) -> std::io::Result<bool> {
+        let header = self.overlay().block(0)?;
+        // redb 4's file header: commit slots of 128 bytes at 64 and 192;
+        // in each, byte 1 says whether the tables' root exists, and bytes
+        // 8..40 are that root (page number, checksum, length).
+        let tables = |slot: usize| {
+            let at = 64 + 128 * slot;
+            (header[at + 1], &header[at + 8..at + 40])
+        };
+        Ok(tables(0) == tables(1))
     }
 
     fn overlay(&self) -> std::sync::MutexGuard<'_, Overlay> {
@@ -85,9 +146,16 @@ impl OverlayBackend {
 }
 
 impl Overlay {
+    /// The file underneath, unless it was let go.
+    fn file(&self) -> std::io::Result<&File> {
+        self.file
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("the store file was let go"))
+    }
+
     /// The current bytes of block `number`: written ones, else the file's
     /// (zeros past its end).
-    fn block(&self, file: &File, number: u64) -> std::io::Result<Box<[u8]>> {
+    fn block(&self, number: u64) -> std::io::Result<Box<[u8]>> {
         if let Some(block) = self.blocks.get(&number) {
             return Ok(block.clone());
         }
@@ -95,7 +163,7 @@ impl Overlay {
         let start = number * BLOCK;
         if start < self.file_len {
             let wanted = (self.file_len - start).min(BLOCK) as usize;
-            file.read_exact_at(&mut block[..wanted], start)?;
+            self.file()?.read_exact_at(&mut block[..wanted], start)?;
         }
         Ok(block)
     }
@@ -119,12 +187,12 @@ impl StorageBackend for OverlayBackend {
             .is_some();
         if !written_in_range && end <= overlay.file_len {
             // The common case: untouched bytes, straight from the file.
-            return self.file.read_exact_at(out, offset);
+            return overlay.file()?.read_exact_at(out, offset);
         }
         let mut at = offset;
         while at < end {
             let number = at / BLOCK;
-            let block = overlay.block(&self.file, number)?;
+            let block = overlay.block(number)?;
             let from = (at - number * BLOCK) as usize;
             let count = ((end - at) as usize).min(BLOCK as usize - from);
             let done = (at - offset) as usize;
@@ -142,7 +210,7 @@ impl StorageBackend for OverlayBackend {
             overlay.blocks.split_off(&first_gone);
             if !len.is_multiple_of(BLOCK) {
                 let number = len / BLOCK;
-                let mut block = overlay.block(&self.file, number)?;
+                let mut block = overlay.block(number)?;
                 block[(len % BLOCK) as usize..].fill(0);
                 overlay.blocks.insert(number, block);
             }
@@ -162,7 +230,7 @@ impl StorageBackend for OverlayBackend {
         let mut at = offset;
         while at < end {
             let number = at / BLOCK;
-            let mut block = overlay.block(&self.file, number)?;
+            let mut block = overlay.block(number)?;
             let from = (at - number * BLOCK) as usize;
             let count = ((end - at) as usize).min(BLOCK as usize - from);
             let done = (at - offset) as usize;
@@ -172,6 +240,40 @@ impl StorageBackend for OverlayBackend {
         }
         overlay.len = overlay.len.max(end);
         Ok(())
+    }
+}
+
+/// A redb database over an [`OverlayBackend`], never closed (see the module
+/// docs): dropping it lets the file and the overlay's bytes go and forgets
+/// the rest.
+pub(crate) struct InMemory {
+    db: ManuallyDrop<Database>,
+    state: Arc<Mutex<Overlay>>,
+}
+
+impl Deref for InMemory {
+    type Target = Database;
+
+    fn deref(&self) -> &Database {
+        &self.db
+    }
+}
+
+impl DerefMut for InMemory {
+    fn deref_mut(&mut self) -> &mut Database {
+        &mut self.db
+    }
+}
+
+impl Drop for InMemory {
+    fn drop(&mut self) {
+        let mut overlay = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        overlay.file = None; // closes it: the shared lock ends
+        overlay.blocks = BTreeMap::new();
+        // `db` stays in its `ManuallyDrop`: never closed, never freed.
     }
 }
 
@@ -210,5 +312,25 @@ mod tests {
         assert_eq!(table.get("k").unwrap().unwrap().value(), b"in memory only");
         drop((table, rtx, db));
         assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn a_database_in_memory_lets_the_file_and_its_lock_go_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.redb");
+        drop(::redb::Database::create(&path).unwrap());
+        let now = Instant::now();
+        let mut ring = ChangeRing::new(&path);
+        let backend = OverlayBackend::open(&path, now, now, &mut ring).unwrap();
+        let db = backend
+            .database(|backend| ::redb::Builder::new().create_with_backend(backend))
+            .unwrap();
+        let other = File::open(&path).unwrap();
+        assert!(other.try_lock().is_err(), "the shared lock is held");
+        drop(db);
+        assert!(
+            other.try_lock().is_ok(),
+            "the shared lock ended with the database"
+        );
     }
 }

@@ -13,56 +13,39 @@ use redb::{Database, ReadableDatabase};
 use crate::entry::{Accept, Entry, Interner};
 use crate::error::{AtStore, Result, StoreError};
 use crate::store::mirror::Mirror;
+use crate::store::redb::acknowledged::{self, Mark};
 use crate::store::redb::format::{CLOCK, ENTRIES, JOURNAL_SEQ, META, Meta, read_meta};
 use crate::store::redb::journal::{Journal, Pending, Record};
 
 /// The records to replay after `meta`'s `journal_seq`, or `Corrupt` when the
-/// journal shows acknowledged changes that cannot be replayed: valid records
-/// stranded behind a damaged one, or a journal cut short while a writer's
-/// changes may have been in it (`crashed`: the file was left by a killed
-/// writer, or records are pending).
+/// journal cannot give back every acknowledged change (judged with the
+/// sidecar's acknowledgement `mark`, see `acknowledged.rs`; `crashed`: the
+/// file was left by a killed writer). A newest record whose write was cut
+/// short is not among them, and costs nothing: it was never acknowledged.
 pub(crate) fn pending_records(
     journal: &Journal,
     meta: &Meta,
+    mark: Option<&Mark>,
     crashed: bool,
 ) -> Result<Vec<Record>> {
     let pending = journal
         .pending(&meta.store_id, meta.journal_seq)
         .map_err(|e| StoreError::io(journal.path(), e))?;
-    checked(pending, journal.path(), crashed)
+    checked(pending, meta, mark, journal.path(), crashed)
 }
 
 /// [`Pending`] as a result: its records, or why changes are missing.
-pub(crate) fn checked(pending: Pending, journal: &Path, crashed: bool) -> Result<Vec<Record>> {
-    if pending.stranded > 0 {
-        return Err(StoreError::corrupt(
-            journal,
-            format!(
-                "{} acknowledged change(s) in the journal follow a damaged record and \
-                 cannot be replayed",
-                pending.stranded
-            ),
-        ));
+pub(crate) fn checked(
+    pending: Pending,
+    meta: &Meta,
+    mark: Option<&Mark>,
+    journal: &Path,
+    crashed: bool,
+) -> Result<Vec<Record>> {
+    match acknowledged::loss(&pending, mark, &meta.store_id, meta.journal_seq, crashed) {
+        Some(loss) => Err(StoreError::corrupt(journal, loss.describe())),
+        None => Ok(pending.records),
     }
-    if let Some(seq) = pending.damaged_next
-        && (crashed || !pending.records.is_empty())
-    {
-        return Err(StoreError::corrupt(
-            journal,
-            format!(
-                "the journal's record of change {seq} fails its checksum: an acknowledged \
-                 change of the writer that was killed is damaged"
-            ),
-        ));
-    }
-    if pending.short && (crashed || !pending.records.is_empty()) {
-        return Err(StoreError::corrupt(
-            journal,
-            "the journal is shorter than membolt makes it while it may hold a killed \
-             writer's acknowledged changes",
-        ));
-    }
-    Ok(pending.records)
 }
 
 /// With a write handle on the store: applies the journal's pending records
