@@ -1,4 +1,4 @@
-"""The journal (rust/store/redb/journal.rs): a change is durable once its record is
+"""The journal (rust/store/redb/journal/): a change is durable once its record is
 written; redb is committed when the lease ends. These tests end leases every
 way but the normal one and check that nothing that returned is lost."""
 

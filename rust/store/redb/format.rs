@@ -5,7 +5,7 @@
 //!   `store_id` (16 random bytes, new for every new file), `clock` (i64 LE,
 //!   written by transactions that delete: the newest stamp may then be gone,
 //!   and the clock must never go back), `journal_seq` (u64 LE, the number
-//!   of the newest change the file holds; see `journal.rs`).
+//!   of the newest change the file holds; see `journal/mod.rs`).
 //! * `entries` (`&str -> &[u8]`): key -> [`Entry::encode`].
 
 use std::path::Path;
@@ -18,7 +18,7 @@ use crate::random::random_u64;
 
 pub(crate) const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-/// Meta key: the number of the newest change the file holds (see journal.rs).
+/// Meta key: the number of the newest change the file holds (see journal/mod.rs).
 pub(crate) const JOURNAL_SEQ: &str = "journal_seq";
 /// Meta key: the persisted clock.
 pub(crate) const CLOCK: &str = "clock";
@@ -70,7 +70,7 @@ pub(crate) struct Meta {
     pub store_id: Vec<u8>,
     /// The persisted clock (`i64::MIN` until a transaction deleted something).
     pub clock: i64,
-    /// The newest change redb holds (see journal.rs).
+    /// The newest change redb holds (see journal/mod.rs).
     pub journal_seq: u64,
     pub schema: u64,
 }

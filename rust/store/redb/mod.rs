@@ -5,7 +5,7 @@
 //! mod.rs (this file)   the lease state machine: refresh, take, write, release
 //! format.rs            tables, meta fields, schema, initialisation
 //! load.rs              the bulk loader (a whole file into a mirror)
-//! journal.rs           the `.journal` file: one synchronous record per change
+//! journal/             the `.journal` file: one synchronous record per change
 //! acknowledged.rs      which journaled changes returned, so which are lost
 //! replay.rs            the journal records redb lacks: checked, applied
 //! lease.rs             opening the file with retries, lease timings
@@ -100,7 +100,7 @@ pub struct RedbMedium {
     yielded_at: Option<Instant>,
     journal: Journal,
     /// Whether this lease's changes are made durable by the journal (see
-    /// journal.rs) rather than by a redb commit each.
+    /// journal/mod.rs) rather than by a redb commit each.
     journal_on: bool,
     /// The number of the newest change, known while the lease is held.
     journal_seq: u64,
@@ -123,7 +123,7 @@ struct Damage {
 struct Lease {
     db: Database,
     /// The write transaction the lease's journaled changes go to; committed
-    /// when the lease ends (see journal.rs).
+    /// when the lease ends (see journal/mod.rs).
     wtx: Option<redb::WriteTransaction>,
     /// Whether `wtx` holds changes.
     uncommitted: bool,

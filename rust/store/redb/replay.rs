@@ -1,7 +1,7 @@
 //! The journal's changes that redb lacks (their writer was killed, or its
 //! final commit failed): found, checked, and applied either to the file (by
 //! whoever next opens it for writing) or only to a mirror (by a reader,
-//! which never writes). See `journal.rs` for why exactly the records after
+//! which never writes). See `journal/mod.rs` for why exactly the records after
 //! redb's `journal_seq` are the missing ones.
 
 use std::collections::BTreeSet;

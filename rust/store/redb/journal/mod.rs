@@ -58,12 +58,29 @@
 //!   acknowledged, so the records before it are all there is to replay;
 //!   the mark tells such a record from an acknowledged one damaged since.
 
+//!
+//! # Files
+//! `record.rs` is the format as bytes, `scan.rs` reads a journal's bytes
+//! back after a crash, `direct_io.rs` reaches the device; this file is the
+//! journal's life through a lease.
+
+mod direct_io;
+mod record;
+mod scan;
+
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+
+use direct_io::{AlignedBuffer, inode_and_len, open_synchronous, read_up_to, write_at};
+pub(crate) use record::{Change, Record, id16};
+use record::{HEADER, decode_one, encode, parse_any_header};
+#[cfg(test)]
+pub(crate) use scan::DamagedNext;
+pub(crate) use scan::Pending;
+use scan::scan;
 
 /// The unit of every journal write: `O_DIRECT` needs offsets, lengths and
 /// buffers aligned to the device's logical block, which 4 KiB covers.
@@ -74,25 +91,11 @@ pub(crate) const BLOCK: usize = 4096;
 pub(crate) const JOURNAL_BYTES: usize = 128 * BLOCK;
 /// Appended to the store's file name to name the journal.
 pub(crate) const SUFFIX: &str = ".journal";
-const MAGIC: &[u8; 8] = b"mbjrec01";
-const HEADER: usize = 48;
-const DELETED: u32 = u32::MAX;
 
 /// A record laid out (in the journal's buffer) in whole blocks, ready to
 /// write; only [`Journal::prepare`] makes one.
 pub(crate) struct Prepared {
     len: usize,
-}
-
-/// One key a change touched and its bytes afterwards (`None`: deleted).
-pub(crate) type Change = (Arc<str>, Option<Vec<u8>>);
-
-/// A change read back from the journal.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Record {
-    pub seq: u64,
-    pub clock: i64,
-    pub changes: Vec<(String, Option<Vec<u8>>)>,
 }
 
 /// The journal of one store file.
@@ -413,342 +416,10 @@ impl Snapshot {
     }
 }
 
-/// What a journal holds beyond redb's durable `journal_seq`. Whether any
-/// of it means acknowledged changes are lost is `acknowledged::loss`'s to
-/// judge, with the sidecar's mark.
-#[derive(Debug, Default)]
-pub(crate) struct Pending {
-    /// The records to replay, oldest first.
-    pub records: Vec<Record>,
-    /// Valid records of this store numbered after the last one of
-    /// `records` that cannot be replayed, because a damaged record comes
-    /// before them: acknowledged changes that would be lost.
-    pub stranded: usize,
-    /// The newest number among them.
-    pub stranded_newest: u64,
-    /// The file is shorter than a journal is made, so records may have
-    /// been cut away.
-    pub short: bool,
-    /// Where the replayable records end lies what looks like the next
-    /// record failing its checksum: either the newest record, whose write
-    /// was cut short (by a kill during a buffered write, or a power cut)
-    /// and never acknowledged, or an acknowledged one damaged since.
-    pub damaged_next: Option<DamagedNext>,
-}
-
-/// A block where the next record would be that fails its checksum but is
-/// marked as that record ([`Pending::damaged_next`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct DamagedNext {
-    /// The number the next record has.
-    pub seq: u64,
-    /// Its magic bytes, store id and number are all the next record's: a
-    /// write cut short leaves them so (they lie in its first 48 bytes,
-    /// written first). Otherwise the damage is in the header itself.
-    pub header_whole: bool,
-}
-
-/// Every replayable record after `durable_seq`, and the valid records of
-/// this store numbered past them (see [`Pending::stranded`]).
-fn scan(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> Pending {
-    let (records, end) = decode_all(bytes, store_id, durable_seq);
-    let last = records.last().map_or(durable_seq, |record| record.seq);
-    let mut stranded = 0;
-    let mut stranded_newest = 0;
-    let mut at = end;
-    while at < bytes.len() {
-        match parse_any_header(&bytes[at..], store_id) {
-            Some((seq, len)) if decode_one(&bytes[at..], store_id, seq).is_some() => {
-                if seq > last {
-                    stranded += 1;
-                    stranded_newest = stranded_newest.max(seq);
-                }
-                at += (HEADER + len).next_multiple_of(BLOCK);
-            }
-            _ => at += BLOCK,
-        }
-    }
-    Pending {
-        damaged_next: damaged_next(bytes.get(end..).unwrap_or_default(), store_id, last),
-        records,
-        stranded,
-        stranded_newest,
-        short: false,
-    }
-}
-
-/// [`Pending::damaged_next`] for the bytes where the replayable records end
-/// (`last`: the seq of the last one). A block counts as a damaged record
-/// when it is not a valid one and two of its three identifying fields hold
-/// (magic, store id, seq `last + 1`), or when it is the next record but for
-/// its number, so that one flipped bit anywhere in the header is still
-/// recognised; an old record (this store's, numbered `last` or below),
-/// zeros, or another store's record are not.
-fn damaged_next(block: &[u8], store_id: &[u8], last: u64) -> Option<DamagedNext> {
-    let head = block.get(..HEADER)?;
-    let next = last.wrapping_add(1);
-    let seq = u64::from_le_bytes(head[8..16].try_into().ok()?);
-    let magic = &head[..8] == MAGIC;
-    let ours = head[16..32] == id16(store_id);
-    let numbered_next = seq == next;
-    let found = |header_whole| {
-        Some(DamagedNext {
-            seq: next,
-            header_whole,
-        })
-    };
-    if magic && ours && seq <= last {
-        // An old record, unless it is the next one with its number damaged.
-        let mut renumbered = block.to_vec();
-        renumbered[8..16].copy_from_slice(&next.to_le_bytes());
-        return decode_one(&renumbered, store_id, next).and_then(|_| found(false));
-    }
-    match [magic, ours, numbered_next].iter().filter(|&&b| b).count() {
-        3 => found(true),
-        2 => found(false),
-        _ => None,
-    }
-}
-
-/// The inode and length of the file at `path`, and nothing more. This runs
-/// before every record: std's `metadata` asks `statx` for every field
-/// (timestamps, birth time included), and in an A/B on this project's
-/// machine a save took 60-86 us longer with it than with this two-field
-/// request, the device seeing a second synchronous write per save.
-#[cfg(target_os = "linux")]
-fn inode_and_len(path: &Path) -> io::Result<(u64, u64)> {
-    use rustix::fs::{AtFlags, CWD, StatxFlags, statx};
-    let found = statx(
-        CWD,
-        path,
-        AtFlags::SYMLINK_NOFOLLOW,
-        StatxFlags::INO | StatxFlags::SIZE,
-    )?;
-    Ok((found.stx_ino, found.stx_size))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn inode_and_len(path: &Path) -> io::Result<(u64, u64)> {
-    let meta = std::fs::symlink_metadata(path)?;
-    Ok((meta.ino(), meta.len()))
-}
-
-/// Writes `bytes` at `offset` of the journal open in `file` (`direct`: with
-/// `O_DIRECT`, given up for good if this file system refuses it).
-fn write_at(
-    file: &mut Option<File>,
-    direct: &mut bool,
-    path: &Path,
-    bytes: &[u8],
-    offset: usize,
-) -> io::Result<()> {
-    let open = file
-        .as_ref()
-        .ok_or_else(|| io::Error::other("the journal is not open"))?;
-    match open.write_all_at(bytes, offset as u64) {
-        Err(error) if *direct && error.raw_os_error() == Some(libc::EINVAL) => {
-            // Accepted O_DIRECT at open but not for this write: carry on
-            // with plain synchronous writes.
-            let (plain, _) = open_plain_synchronous(path)?;
-            plain.write_all_at(bytes, offset as u64)?;
-            *file = Some(plain);
-            *direct = false;
-            Ok(())
-        }
-        other => other,
-    }
-}
-
-/// Opens for writes that return once on stable storage: `O_DIRECT |
-/// O_DSYNC` where the file system takes it, else `O_DSYNC` alone.
-fn open_synchronous(path: &Path) -> io::Result<(File, bool)> {
-    #[cfg(target_os = "linux")]
-    {
-        let direct = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_DIRECT | libc::O_DSYNC | libc::O_NOFOLLOW)
-            .open(path);
-        match direct {
-            Ok(file) => return Ok((file, true)),
-            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {} // tmpfs and the like
-            Err(error) => return Err(error),
-        }
-    }
-    open_plain_synchronous(path)
-}
-
-fn open_plain_synchronous(path: &Path) -> io::Result<(File, bool)> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_DSYNC | libc::O_NOFOLLOW)
-        .open(path)?;
-    Ok((file, false))
-}
-
-/// Reads as much of `buffer` as the file holds from `offset`.
-fn read_up_to(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut done = 0;
-    while done < buffer.len() {
-        match file.read_at(&mut buffer[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(done)
-}
-
-/// A zeroed buffer whose start is aligned to [`BLOCK`], as `O_DIRECT` wants,
-/// carved out of a slightly larger `Vec` (no unsafe allocation needed).
-struct AlignedBuffer {
-    bytes: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl AlignedBuffer {
-    fn zeroed(len: usize) -> Self {
-        let bytes = vec![0u8; len + BLOCK];
-        let start = bytes.as_ptr().align_offset(BLOCK);
-        AlignedBuffer { bytes, start, len }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.bytes[self.start..self.start + self.len]
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.bytes[self.start..self.start + self.len]
-    }
-}
-
-fn encode(seq: u64, store_id: &[u8], clock: i64, changes: &[Change]) -> Vec<u8> {
-    let mut payload = Vec::new();
-    for (key, value) in changes {
-        payload.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        payload.extend_from_slice(key.as_bytes());
-        match value {
-            Some(bytes) => {
-                payload.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                payload.extend_from_slice(bytes);
-            }
-            None => payload.extend_from_slice(&DELETED.to_le_bytes()),
-        }
-    }
-    let mut record = Vec::with_capacity(HEADER + payload.len());
-    record.extend_from_slice(MAGIC);
-    record.extend_from_slice(&seq.to_le_bytes());
-    record.extend_from_slice(&id16(store_id));
-    record.extend_from_slice(&clock.to_le_bytes());
-    record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    let crc = checksum(&record, &payload);
-    record.extend_from_slice(&crc.to_le_bytes());
-    record.extend_from_slice(&payload);
-    record
-}
-
-/// The store id as the record holds it (ids are 16 bytes; anything else is
-/// padded or cut, consistently on both sides).
-pub(crate) fn id16(store_id: &[u8]) -> [u8; 16] {
-    let mut id = [0u8; 16];
-    let n = store_id.len().min(16);
-    id[..n].copy_from_slice(&store_id[..n]);
-    id
-}
-
-fn checksum(head: &[u8], payload: &[u8]) -> u32 {
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&head[..44]);
-    hasher.update(payload);
-    hasher.finalize()
-}
-
-/// The payload length of a well-formed record header `seq` of this store
-/// at the start of `bytes`.
-fn parse_header(bytes: &[u8], store_id: &[u8], seq: u64) -> Option<usize> {
-    let head = bytes.get(..HEADER)?;
-    if &head[..8] != MAGIC
-        || u64::from_le_bytes(head[8..16].try_into().ok()?) != seq
-        || head[16..32] != id16(store_id)
-    {
-        return None;
-    }
-    Some(u32::from_le_bytes(head[40..44].try_into().ok()?) as usize)
-}
-
-/// Every record continuing the sequence after `durable_seq` (module docs),
-/// and the offset where the sequence ends.
-fn decode_all(bytes: &[u8], store_id: &[u8], durable_seq: u64) -> (Vec<Record>, usize) {
-    let mut records = Vec::new();
-    let mut at = 0;
-    let mut seq = durable_seq;
-    while let Some(record) =
-        decode_one(&bytes[at.min(bytes.len())..], store_id, seq.wrapping_add(1))
-    {
-        at += (HEADER + record.1).next_multiple_of(BLOCK);
-        seq = record.0.seq;
-        records.push(record.0);
-    }
-    (records, at.min(bytes.len()))
-}
-
-/// The seq and payload length of a record header of this store at the
-/// start of `bytes`, whatever its seq.
-fn parse_any_header(bytes: &[u8], store_id: &[u8]) -> Option<(u64, usize)> {
-    let head = bytes.get(..HEADER)?;
-    if &head[..8] != MAGIC || head[16..32] != id16(store_id) {
-        return None;
-    }
-    let seq = u64::from_le_bytes(head[8..16].try_into().ok()?);
-    Some((
-        seq,
-        u32::from_le_bytes(head[40..44].try_into().ok()?) as usize,
-    ))
-}
-
-fn decode_one(bytes: &[u8], store_id: &[u8], seq: u64) -> Option<(Record, usize)> {
-    let payload_len = parse_header(bytes, store_id, seq)?;
-    let payload = bytes.get(HEADER..HEADER.checked_add(payload_len)?)?;
-    let stored = u32::from_le_bytes(bytes[44..48].try_into().ok()?);
-    if checksum(bytes, payload) != stored {
-        return None; // torn or overwritten: the sequence ends here
-    }
-    let clock = i64::from_le_bytes(bytes[32..40].try_into().ok()?);
-    let mut changes = Vec::new();
-    let mut rest = payload;
-    while !rest.is_empty() {
-        let (key_len, after) = take_u32(rest)?;
-        let key = std::str::from_utf8(after.get(..key_len as usize)?).ok()?;
-        let (value_len, after) = take_u32(&after[key_len as usize..])?;
-        if value_len == DELETED {
-            changes.push((key.to_string(), None));
-            rest = after;
-        } else {
-            let value = after.get(..value_len as usize)?;
-            changes.push((key.to_string(), Some(value.to_vec())));
-            rest = &after[value_len as usize..];
-        }
-    }
-    Some((
-        Record {
-            seq,
-            clock,
-            changes,
-        },
-        payload_len,
-    ))
-}
-
-fn take_u32(bytes: &[u8]) -> Option<(u32, &[u8])> {
-    let head = bytes.get(..4)?;
-    Some((u32::from_le_bytes(head.try_into().ok()?), &bytes[4..]))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     const ID: [u8; 16] = *b"0123456789abcdef";
