@@ -10,6 +10,7 @@ mod errors;
 mod query_values;
 mod requests;
 mod store;
+mod vectors;
 
 use std::path::PathBuf;
 

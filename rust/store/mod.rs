@@ -12,6 +12,8 @@
 //!   ------------------------ the seam: medium.rs (trait Medium) ----------
 //!   redb/                  a redb file + journal + lease + change ring
 //!   postgres/              a project's rows on a PostgreSQL server (§12)
+//!   vectors/               the entries' vectors (§15.4), a cache beside
+//!                          them: a companion file or a table
 //! ```
 //!
 //! The seam: everything above `Medium` is shared by every medium, so a rule
@@ -32,6 +34,8 @@ pub mod postgres;
 pub mod redb;
 pub mod request;
 pub mod rules;
+mod vector_calls;
+pub mod vectors;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +53,7 @@ use mirror::Mirror;
 pub use request::{BatchOp, BatchOutcome, Cap, CapGroup, MAX_KEY_BYTES, SaveRequest, validate_key};
 pub use rules::{ChangeSet, now_ms};
 use rules::{Linking, Txn};
+pub use vector_calls::with_vector as vector_calls_with_vector;
 
 /// §1.4: how long a call waits for another process by default.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -73,6 +78,8 @@ struct State {
     mirror: Option<Mirror>,
     /// Depth of `hold()` blocks: while positive the lock is never released.
     holds: usize,
+    /// The vectors of the model last asked for (§15.4), once asked.
+    vectors: Option<vectors::Vectors>,
 }
 
 /// Open stores of this process, by the identity of their medium.
@@ -135,6 +142,7 @@ impl Store {
                     medium,
                     mirror: None,
                     holds: 0,
+                    vectors: None,
                 }),
             });
             registry.insert(identity, Arc::downgrade(&shared));

@@ -9,6 +9,7 @@
 //! columns.rs          entries as rows and back, the §14 checksum
 //! text.rs             U+0000, which PostgreSQL text cannot hold
 //! tls.rs              rustls in libpq's sslmode meanings
+//! vectors.rs          the entries' vectors (§15.4), a table of their own
 //! errors.rs           failures sorted: reconnect, busy, refused
 //! ```
 //!
@@ -52,6 +53,7 @@ pub mod schema;
 mod statements;
 mod text;
 mod tls;
+mod vectors;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -577,6 +579,10 @@ impl Medium for PostgresMedium {
         self.held = false;
         self.lock_taken = false;
         self.seen = None;
+    }
+
+    fn vector_source(&mut self) -> Option<&mut dyn crate::store::vectors::VectorSource> {
+        Some(self)
     }
 
     fn distrust(&mut self) {
