@@ -22,7 +22,9 @@ from . import _core
 from ._core import Entry, SaveRequest
 from .caps import extraction_caps
 from .classify import DEFAULT_TYPE, classify, parent_type
+from .embedding import DEFAULT_EMBED_TIMEOUT, Embedder
 from .errors import ArgumentTypeError
+from .semantic import SemanticStore
 
 STORE_FILE_NAME = "memory.redb"
 DEFAULT_TIMEOUT = _core.DEFAULT_TIMEOUT
@@ -77,6 +79,7 @@ def open_store(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     base_dir: str | os.PathLike[str] | None = None,
+    embedder: Embedder | str | None = None,
 ) -> MemoryStore:
     """The store a caller means: the one place that decides it, for the
     library (:meth:`MemoryStore.for_project`), the CLI, the MCP server and
@@ -90,8 +93,38 @@ def open_store(
     On a PostgreSQL server the project is ``project``, else
     ``$MEMBOLT_PROJECT``, else ``encode_cwd(cwd)`` (§12). A ``project`` for
     a store file is a ``ValueError``: a file holds one project.
+
+    §15.4: ``embedder``, an embedder or a setting naming one (see
+    ``membolt.embedders``), else ``$MEMBOLT_EMBEDDER``. A setting that names
+    no usable embedder is reported on stderr and the store opened without
+    one: memory never depends on a model.
     """
-    return _open(MemoryStore, db, cwd, project, timeout=timeout, base_dir=base_dir)
+    chosen = _embedder_setting(embedder)
+    return _open(MemoryStore, db, cwd, project, timeout=timeout, base_dir=base_dir, embedder=chosen)
+
+
+#: Embedders made from settings, once per process (a model loads once).
+_resolved: dict[str, Embedder | None] = {}
+
+
+def _embedder_setting(embedder: Embedder | str | None) -> Embedder | None:
+    """The embedder ``embedder`` or ``$MEMBOLT_EMBEDDER`` names, if any."""
+    if embedder is not None and not isinstance(embedder, str):
+        return embedder
+    from . import embedders
+
+    setting = embedder if embedder is not None else os.environ.get(embedders.EMBEDDER_VARIABLE)
+    if not setting:
+        return None
+    if setting not in _resolved:
+        try:
+            _resolved[setting] = embedders.resolve(setting)
+        except embedders.EmbedderSettingError as error:
+            import sys
+
+            print(f"membolt: no embedder: {error}", file=sys.stderr)
+            _resolved[setting] = None
+    return _resolved[setting]
 
 
 def _open(
@@ -102,7 +135,10 @@ def _open(
     *,
     timeout: float,
     base_dir: str | os.PathLike[str] | None,
+    embedder: Embedder | None = None,
+    embed_timeout: float | None = DEFAULT_EMBED_TIMEOUT,
 ) -> MemoryStore:
+    semantic: dict[str, Any] = {"embedder": embedder, "embed_timeout": embed_timeout}
     if db is None and base_dir is None:
         db = os.environ.get(DATABASE_URL_VARIABLE) or None
     if is_database_url(db):
@@ -110,7 +146,7 @@ def _open(
         name = project
         if name is None:
             name = os.environ.get(PROJECT_VARIABLE) or encode_cwd(_absolute(cwd))
-        return cls(db, project=name, timeout=timeout)
+        return cls(db, project=name, timeout=timeout, **semantic)
     if project is not None:
         raise ValueError(
             "a project is chosen on a PostgreSQL server (a postgresql:// URL); "
@@ -118,7 +154,7 @@ def _open(
         )
     if db is None:
         db = project_store_path(cwd, base_dir)
-    return cls(db, timeout=timeout)
+    return cls(db, timeout=timeout, **semantic)
 
 
 def _absolute(cwd: str | os.PathLike[str] | None) -> str:
@@ -172,7 +208,7 @@ def _fields(item: object, least: int, most: int, what: str) -> tuple[Any, ...]:
     return tuple(item)
 
 
-class MemoryStore(_core.Store):
+class MemoryStore(SemanticStore):
     """A persistent, project-scoped memory store: one redb file, or (§12) one
     project on a PostgreSQL server, ``MemoryStore("postgresql://user:pw@host/db",
     project="acme")``.
@@ -181,6 +217,11 @@ class MemoryStore(_core.Store):
     is opened only for the duration of a burst of calls, so other processes
     can use it in between; when another process holds the store longer than
     ``timeout`` seconds, calls raise :class:`~membolt.StoreBusyError`.
+
+    §15.4: ``embedder=E`` (an object with ``name``, ``dims`` and
+    ``embed(texts)``) adds recall by meaning; ``embed_timeout`` bounds each
+    of its calls (seconds; ``None``: no bound, no worker thread). See
+    :mod:`membolt.semantic`.
     """
 
     @classmethod
@@ -192,6 +233,8 @@ class MemoryStore(_core.Store):
         url: str | None = None,
         project: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        embedder: Embedder | None = None,
+        embed_timeout: float | None = DEFAULT_EMBED_TIMEOUT,
     ) -> MemoryStore:
         """The store of the project at ``cwd``: on the PostgreSQL server
         ``url`` or ``$MEMBOLT_DATABASE_URL`` when either is set, as
@@ -201,7 +244,16 @@ class MemoryStore(_core.Store):
             raise ValueError("url must be a postgresql:// (or postgres://) address")
         if url is not None and base_dir is not None:
             raise ValueError("url and base_dir choose two different stores; give one")
-        return _open(cls, url, cwd, project, timeout=timeout, base_dir=base_dir)
+        return _open(
+            cls,
+            url,
+            cwd,
+            project,
+            timeout=timeout,
+            base_dir=base_dir,
+            embedder=embedder,
+            embed_timeout=embed_timeout,
+        )
 
     def save(
         self,

@@ -1,0 +1,75 @@
+"""Ready embedders for recall by meaning (§15.4), and the setting that
+names one (``--embedder NAME`` / ``$MEMBOLT_EMBEDDER``):
+
+=============================  ==================================================
+``model2vec:PATH_OR_ID``       a static model2vec model on CPU (the ``model2vec``
+                               extra); a local directory needs no network
+``openai:URL#MODEL``           any OpenAI-compatible ``/embeddings`` endpoint
+                               (stdlib HTTP; key from ``$MEMBOLT_EMBEDDER_API_KEY``
+                               or ``$OPENAI_API_KEY``)
+``hashing:DIMS``               feature hashing of the words: deterministic and
+                               free, for tests; it knows no meanings
+``module:attr``                your own object (or a class or function called
+                               with no arguments to make one)
+=============================  ==================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Final
+
+from ..embedding import Embedder, check_embedder
+
+#: The setting commands, the MCP server and the hooks read.
+EMBEDDER_VARIABLE: Final = "MEMBOLT_EMBEDDER"
+
+
+class EmbedderSettingError(ValueError):
+    """A setting names no usable embedder."""
+
+
+def resolve(setting: str) -> Embedder:
+    """The embedder a setting names (see the module's table); raises
+    :class:`EmbedderSettingError` saying why not."""
+    scheme, _, rest = setting.partition(":")
+    if not rest:
+        raise EmbedderSettingError(
+            f"{setting!r} names no embedder: use model2vec:PATH, openai:URL#MODEL, "
+            "hashing:DIMS or module:attr"
+        )
+    try:
+        if scheme == "model2vec":
+            from .model2vec import Model2VecEmbedder
+
+            embedder: object = Model2VecEmbedder(rest)
+        elif scheme == "openai":
+            from .openai import OpenAIEmbedder
+
+            url, _, model = rest.partition("#")
+            embedder = OpenAIEmbedder(url, model)
+        elif scheme == "hashing":
+            from .hashing import HashingEmbedder
+
+            embedder = HashingEmbedder(int(rest))
+        else:
+            found = getattr(importlib.import_module(scheme), rest)
+            embedder = found if hasattr(found, "embed") else found()
+        check_embedder(embedder)
+    except EmbedderSettingError:
+        raise
+    except Exception as error:
+        raise EmbedderSettingError(
+            f"embedder {setting!r}: {type(error).__name__}: {error}"
+        ) from error
+    return embedder  # type: ignore[return-value]
+
+
+def from_environment() -> Embedder | None:
+    """The embedder ``$MEMBOLT_EMBEDDER`` names, ``None`` when it is unset."""
+    setting = os.environ.get(EMBEDDER_VARIABLE)
+    return resolve(setting) if setting else None
+
+
+__all__ = ["EMBEDDER_VARIABLE", "EmbedderSettingError", "from_environment", "resolve"]
