@@ -109,14 +109,20 @@ class SemanticStore(_core.Store):
         embedding = self._embedding
         if embedding is None:
             return
-        pairs = list({(e.key, e.value): None for e in entries if isinstance(e, Entry)})
-        if not pairs:
-            return
-        try:
-            lacking = self._vectors_lacking(embedding.name, embedding.dims, pairs)
-        except (MemboltError, OSError):
-            lacking = list(range(len(pairs)))
-        self._embed_pairs([pairs[at] for at in lacking])
+        saved = [e for e in entries if isinstance(e, Entry)]
+        # A new entry's text has no vector (almost surely: the same text may
+        # have been saved before under this key, and is embedded again); an
+        # overwritten one may be unchanged, which the core is asked.
+        new = {(e.key, e.value): None for e in saved if e.created_at == e.updated_at}
+        old = [(e.key, e.value) for e in saved if e.created_at != e.updated_at]
+        old = [pair for pair in dict.fromkeys(old) if pair not in new]
+        if old:
+            try:
+                lacking = self._vectors_lacking(embedding.name, embedding.dims, old)
+            except (MemboltError, OSError):
+                lacking = list(range(len(old)))
+            old = [old[at] for at in lacking]
+        self._embed_pairs([*new, *old])
 
     def _catch_up(self) -> None:
         """Embeds up to :data:`CATCH_UP` entries that have no vector."""

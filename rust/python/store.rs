@@ -59,7 +59,7 @@ impl PyStore {
         match query {
             None => self.run(py, |s| s.read(|m| read(m, None))),
             Some(query) => self.run(py, |s| {
-                s.read_with_vectors(query.model, |m, space| {
+                s.read_with_vectors(query.model, semantic::warm, |m, space| {
                     let meaning = semantic::meaning(m, space, query.vector);
                     read(m, meaning.as_ref())
                 })
@@ -76,7 +76,7 @@ impl PyStore {
         read: impl FnOnce(&Mirror, &mut Space) -> T + Send,
     ) -> PyResult<T> {
         let model = model_arg(model, dims)?;
-        self.run(py, |s| s.read_with_vectors(model, read))
+        self.run(py, |s| s.read_with_vectors(model, |_| {}, read))
     }
 }
 

@@ -487,6 +487,9 @@ pub fn forget_inherited_leases() {
         let mut state = lock(&shared.state);
         state.medium.forget_inherited();
         state.holds = 0;
+        // The companion file's handle is the parent's open file, whose
+        // lock the parent shares: forget it with the vectors read.
+        state.vectors = None;
     }
 }
 

@@ -115,6 +115,13 @@ pub fn meaning<'a>(
     })
 }
 
+/// Builds what [`meaning`] needs of `mirror` (the render index with its
+/// recall index, the texts' hashes), so that it can be done while the
+/// vectors are read (`Store::read_with_vectors`).
+pub fn warm(mirror: &Mirror) {
+    crate::views::text_hashes(mirror);
+}
+
 /// Brings `space.by_entry`, the row of each entry by render id, up to
 /// date with `mirror` and the space's rows.
 fn rows_by_entry<'a>(mirror: &'a Mirror, space: &mut Space) -> &'a RenderIndex {

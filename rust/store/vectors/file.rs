@@ -54,7 +54,7 @@ const RECORD_HEADER_WORDS: usize = 8;
 const LOCK_POLL: Duration = Duration::from_millis(1);
 /// Compaction waits until the file holds this many records more than
 /// twice the live ones.
-const COMPACT_SLACK: usize = 1024;
+pub(crate) const COMPACT_SLACK: usize = 1024;
 
 pub struct CompanionFile {
     path: PathBuf,
@@ -66,6 +66,9 @@ pub struct CompanionFile {
     /// The header names another format: the file is neither read nor
     /// written.
     foreign_format: bool,
+    /// The file as last opened for appending, kept open (unlocked) between
+    /// appends.
+    handle: Option<File>,
 }
 
 impl CompanionFile {
@@ -78,6 +81,7 @@ impl CompanionFile {
             identity: None,
             read_to: 0,
             foreign_format: false,
+            handle: None,
         }
     }
 
@@ -106,6 +110,8 @@ impl CompanionFile {
         let start = (self.read_to / 4) as usize;
         let end = (meta.len() / 4) as usize;
         debug_assert_eq!(space.data().len(), start);
+        // Room for the texts of a full read (record size of this model's).
+        space.reserve((end - start) / (RECORD_HEADER_WORDS + space.dims()));
         let data = space.data_mut();
         data.resize(end, 0);
         let read = file.read_exact_at(bytemuck::cast_slice_mut(&mut data[start..]), self.read_to);
@@ -171,20 +177,27 @@ impl CompanionFile {
         end
     }
 
-    /// Opens the file for appending, created if missing, with its lock
-    /// held; `None` when there is nothing to open and `create` is false.
-    fn locked(&self, create: bool, call: &Call) -> Result<Option<File>> {
+    /// The file opened for appending (created if missing, or `None` when
+    /// it is missing and `create` is false), with its lock held, and its
+    /// metadata.
+    fn locked(&mut self, create: bool, call: &Call) -> Result<Option<(File, fs::Metadata)>> {
         loop {
-            let opened = OpenOptions::new()
-                .read(true)
-                .append(true)
-                .create(create)
-                .mode(0o600)
-                .open(&self.path);
-            let file = match opened {
-                Ok(file) => file,
-                Err(error) if !create && error.kind() == ErrorKind::NotFound => return Ok(None),
-                Err(error) => return Err(StoreError::io(&self.path, error)),
+            let file = if let Some(file) = self.handle.take() {
+                file
+            } else {
+                let opened = OpenOptions::new()
+                    .read(true)
+                    .append(true)
+                    .create(create)
+                    .mode(0o600)
+                    .open(&self.path);
+                match opened {
+                    Ok(file) => file,
+                    Err(error) if !create && error.kind() == ErrorKind::NotFound => {
+                        return Ok(None);
+                    }
+                    Err(error) => return Err(StoreError::io(&self.path, error)),
+                }
             };
             loop {
                 match file.try_lock() {
@@ -205,10 +218,10 @@ impl CompanionFile {
             }
             // The file locked must still be the one at the path: a
             // compaction may have renamed another over it meanwhile.
-            let held = file.metadata().map_err(|e| StoreError::io(&self.path, e))?;
+            let held = self.metadata(&file)?;
             match fs::metadata(&self.path) {
                 Ok(now) if (now.dev(), now.ino()) == (held.dev(), held.ino()) => {
-                    return Ok(Some(file));
+                    return Ok(Some((file, held)));
                 }
                 Err(error) if !create && error.kind() == ErrorKind::NotFound => return Ok(None),
                 // Replaced (or removed) meanwhile: open it again.
@@ -229,10 +242,9 @@ impl CompanionFile {
         if records <= 2 * keep.len() + COMPACT_SLACK {
             return Ok(false);
         }
-        let Some(file) = self.locked(false, call)? else {
+        let Some((file, meta)) = self.locked(false, call)? else {
             return Ok(false);
         };
-        let meta = self.metadata(&file)?;
         self.read_new(&file, &meta, space)?;
         if self.foreign_format {
             return Ok(false);
@@ -270,6 +282,13 @@ impl CompanionFile {
 
 impl VectorSource for CompanionFile {
     fn sync(&mut self, space: &mut Space, _call: &Call) -> Result<()> {
+        // Nothing new (the common case): one `stat`, no open.
+        if let Ok(meta) = fs::metadata(&self.path)
+            && self.identity == Some((meta.dev(), meta.ino()))
+            && meta.len() == self.read_to
+        {
+            return Ok(());
+        }
         let file = match File::open(&self.path) {
             Ok(file) => file,
             Err(error) if error.kind() == ErrorKind::NotFound => {
@@ -288,8 +307,7 @@ impl VectorSource for CompanionFile {
         if rows.is_empty() {
             return Ok(());
         }
-        let mut file = self.locked(true, call)?.expect("created");
-        let meta = self.metadata(&file)?;
+        let (mut file, meta) = self.locked(true, call)?.expect("created");
         self.read_new(&file, &meta, space)?;
         if self.foreign_format {
             return Err(StoreError::invalid(format!(
@@ -314,8 +332,18 @@ impl VectorSource for CompanionFile {
         }
         file.write_all(&to_bytes(&words))
             .map_err(|e| StoreError::io(&self.path, e))?;
-        let meta = self.metadata(&file)?;
-        self.read_new(&file, &meta, space)
+        // Under the lock the file is now exactly what was read, then these
+        // words: take them as read, without reading them back.
+        let start = space.data().len();
+        debug_assert_eq!(start as u64 * 4, self.read_to);
+        space.data_mut().extend_from_slice(&words);
+        let parsed = self.parse(space, start);
+        space.data_mut().truncate(parsed);
+        self.read_to = parsed as u64 * 4;
+        if file.unlock().is_ok() {
+            self.handle = Some(file);
+        }
+        Ok(())
     }
 }
 

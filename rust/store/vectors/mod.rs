@@ -96,6 +96,19 @@ impl Vectors {
         }
     }
 
+    /// Whether the next sync reads a companion file from its start (a new
+    /// process's first search with vectors), the one worth a thread.
+    pub fn loads_a_file(&self) -> bool {
+        self.file.is_some() && self.space.data().is_empty()
+    }
+
+    /// Brings the space up to date from the companion file, for a store
+    /// kept in one (nothing otherwise).
+    pub fn sync_file(&mut self, call: &Call) -> Result<()> {
+        let Vectors { space, file } = self;
+        file.as_mut().map_or(Ok(()), |file| file.sync(space, call))
+    }
+
     /// How many stored vectors could not be read.
     pub fn damaged(&self) -> usize {
         self.space.damaged

@@ -76,6 +76,11 @@ impl Space {
         self.version = version;
     }
 
+    /// Room for `texts` more texts in the map.
+    pub(crate) fn reserve(&mut self, texts: usize) {
+        self.by_hash.reserve(texts);
+    }
+
     /// The raw words, for a source that reads into them.
     pub(crate) fn data_mut(&mut self) -> &mut Vec<u32> {
         &mut self.data
