@@ -21,9 +21,10 @@ Measured (p50 over ``--rounds`` calls after a warm-up):
   ``embed`` returns a ready vector (so the difference is membolt's work per
   saved entry: the check for a vector, the append to the companion file);
   and ``save_many`` of 100 entries, per entry;
-* a new process (``--cold`` rounds, each a new interpreter): open the closed
-  store and serve the first search, by words and hybrid (the interpreter's
-  start and ``import membolt`` excluded, the same for both).
+* a new process (``--cold`` rounds, each a new interpreter, words and hybrid
+  alternating): open the closed store and serve the first search, by words
+  and hybrid (the interpreter's start and ``import membolt`` excluded, the
+  same for both).
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--dims", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=201)
-    parser.add_argument("--cold", type=int, default=7, help="new processes per figure")
+    parser.add_argument("--cold", type=int, default=11, help="new processes per figure")
     parser.add_argument("--data", type=Path, help="a local copy of REALTALK's data folder")
     parser.add_argument("--tmpfs", default="/dev/shm", help="where the stores are built")
     args = parser.parse_args()
@@ -190,9 +191,13 @@ def main() -> None:
                 "query_file": os.path.join(directory, "query.json"),
             }
             row = run(BUILD, spec)
-            for hybrid in (False, True):
-                times = [run(COLD, {**spec, "hybrid": hybrid})["ms"] for _ in range(args.cold)]
-                row["cold_hybrid_ms" if hybrid else "cold_words_ms"] = statistics.median(times)
+            # Alternating, so that the machine's load falls on both alike.
+            cold: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(args.cold):
+                for hybrid in (False, True):
+                    cold[hybrid].append(run(COLD, {**spec, "hybrid": hybrid})["ms"])
+            row["cold_words_ms"] = statistics.median(cold[False])
+            row["cold_hybrid_ms"] = statistics.median(cold[True])
             print(f"  {size}: {row}", file=sys.stderr)
             rows.append((size, row))
     print()
