@@ -351,6 +351,9 @@ def evaluate(
         if embedder is not None:
             store.embed_missing()
             results.embed_seconds += time.perf_counter() - started
+            status = store.vector_status()
+            if status["without_vector"]:
+                raise SystemExit(f"{status['without_vector']} turns not embedded: {status}")
         answer = answerers(store, conversation)
         model_entries = [
             ref.Entry(e.key, e.value, e.type, "", list(e.references), e.created_at, e.updated_at)

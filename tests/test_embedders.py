@@ -113,6 +113,9 @@ def test_commands_read_the_setting(
     store = membolt.store.open_store(cwd=tmp_path)
     assert isinstance(store.embedder, TopicEmbedder)
     store.close()
+    # A class is made with no arguments; an object is used as it is.
+    assert isinstance(embedders.resolve("support.embedders:TopicEmbedder"), TopicEmbedder)
+    assert embedders.resolve("support.embedders:READY").name == "ready-topics"
     # A setting naming nothing usable: the store opens without an embedder.
     monkeypatch.setenv("MEMBOLT_EMBEDDER", "missing_module_xyz:thing")
     with membolt.store.open_store(cwd=tmp_path) as plain:

@@ -78,3 +78,7 @@ class FailingEmbedder(TopicEmbedder):
 def topics() -> TopicEmbedder:
     """For ``module:attr`` settings in child processes."""
     return TopicEmbedder()
+
+
+#: An embedder object, for ``module:attr`` settings naming one.
+READY = TopicEmbedder(name="ready-topics")

@@ -55,7 +55,9 @@ def resolve(setting: str) -> Embedder:
             embedder = HashingEmbedder(int(rest))
         else:
             found = getattr(importlib.import_module(scheme), rest)
-            embedder = found if hasattr(found, "embed") else found()
+            # A class, or a function making one, is called; an object is used.
+            made = isinstance(found, type) or not hasattr(found, "embed")
+            embedder = found() if made else found
         check_embedder(embedder)
     except EmbedderSettingError:
         raise
