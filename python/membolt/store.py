@@ -99,32 +99,10 @@ def open_store(
     no usable embedder is reported on stderr and the store opened without
     one: memory never depends on a model.
     """
-    chosen = _embedder_setting(embedder)
+    from .embedders import choose
+
+    chosen = choose(embedder)
     return _open(MemoryStore, db, cwd, project, timeout=timeout, base_dir=base_dir, embedder=chosen)
-
-
-#: Embedders made from settings, once per process (a model loads once).
-_resolved: dict[str, Embedder | None] = {}
-
-
-def _embedder_setting(embedder: Embedder | str | None) -> Embedder | None:
-    """The embedder ``embedder`` or ``$MEMBOLT_EMBEDDER`` names, if any."""
-    if embedder is not None and not isinstance(embedder, str):
-        return embedder
-    from . import embedders
-
-    setting = embedder if embedder is not None else os.environ.get(embedders.EMBEDDER_VARIABLE)
-    if not setting:
-        return None
-    if setting not in _resolved:
-        try:
-            _resolved[setting] = embedders.resolve(setting)
-        except embedders.EmbedderSettingError as error:
-            import sys
-
-            print(f"membolt: no embedder: {error}", file=sys.stderr)
-            _resolved[setting] = None
-    return _resolved[setting]
 
 
 def _open(

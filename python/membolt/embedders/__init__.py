@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from typing import Final
 
 from ..embedding import Embedder, check_embedder
@@ -68,10 +69,34 @@ def resolve(setting: str) -> Embedder:
     return embedder  # type: ignore[return-value]
 
 
+#: Embedders made from settings, once per process (a model loads once).
+_chosen: dict[str, Embedder | None] = {}
+
+
+def choose(embedder: Embedder | str | None) -> Embedder | None:
+    """What ``open_store`` uses: ``embedder`` itself, the one a setting
+    names, or (``None``) the one ``$MEMBOLT_EMBEDDER`` names; each setting
+    made once per process. A setting that names no usable embedder is
+    reported on stderr and answered with ``None``: memory never depends on
+    a model."""
+    if embedder is not None and not isinstance(embedder, str):
+        return embedder
+    setting = embedder if embedder is not None else os.environ.get(EMBEDDER_VARIABLE)
+    if not setting:
+        return None
+    if setting not in _chosen:
+        try:
+            _chosen[setting] = resolve(setting)
+        except EmbedderSettingError as error:
+            print(f"membolt: no embedder: {error}", file=sys.stderr)
+            _chosen[setting] = None
+    return _chosen[setting]
+
+
 def from_environment() -> Embedder | None:
     """The embedder ``$MEMBOLT_EMBEDDER`` names, ``None`` when it is unset."""
     setting = os.environ.get(EMBEDDER_VARIABLE)
     return resolve(setting) if setting else None
 
 
-__all__ = ["EMBEDDER_VARIABLE", "EmbedderSettingError", "from_environment", "resolve"]
+__all__ = ["EMBEDDER_VARIABLE", "EmbedderSettingError", "choose", "from_environment", "resolve"]

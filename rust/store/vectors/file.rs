@@ -113,7 +113,13 @@ impl CompanionFile {
         // Room for the texts of a full read (record size of this model's).
         space.reserve((end - start) / (RECORD_HEADER_WORDS + space.dims()));
         let data = space.data_mut();
-        data.resize(end, 0);
+        if data.is_empty() {
+            // Zeroed memory fresh from the system (not filled with zeros
+            // word by word): the read is its first write.
+            *data = vec![0; end];
+        } else {
+            data.resize(end, 0);
+        }
         let read = file.read_exact_at(bytemuck::cast_slice_mut(&mut data[start..]), self.read_to);
         if let Err(error) = read {
             data.truncate(start);
