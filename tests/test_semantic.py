@@ -250,3 +250,38 @@ def test_doctor_counts_entries_without_vectors(
     assert "embedded 3; 3 of 3" in capsys.readouterr().out
     assert membolt.cli.main([*args, "search", "what broke"]) == 0
     assert "error:ci" in capsys.readouterr().out
+
+
+@pytest.mark.redb_only
+def test_the_prompt_hook_finds_by_meaning_with_the_setting(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    with membolt.MemoryStore.for_project(project) as store:
+        store.save("note:lunch", "pizza on friday")
+    membolt._core._release_all()
+    payload = {
+        "session_id": "s1",
+        "transcript_path": str(tmp_path / "t.jsonl"),
+        "cwd": str(project),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "any food plans?",
+    }
+
+    def prompt_hook(**env: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "membolt.cli", "hook", "claude-code"],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            cwd=project,
+            env={**os.environ, "PYTHONPATH": TESTS, **env},
+            timeout=120,
+            check=True,
+        )
+        assert done.stderr == ""
+        return done.stdout
+
+    # By words "food" and "plans" match nothing: no block.
+    assert prompt_hook() == ""
+    # With an embedder, the lunch note is found by its meaning.
+    assert "note:lunch" in prompt_hook(MEMBOLT_EMBEDDER="support.embedders:topics")
