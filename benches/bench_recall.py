@@ -5,6 +5,7 @@ a user would try, side by side in one run (§15).
     python benches/bench_recall.py                       # REALTALK (default)
     python benches/bench_recall.py --dataset locomo
     python benches/bench_recall.py --dataset realtalk --data DIR --keys speaker
+    python benches/bench_recall.py --dataset locomo --embedder model2vec:DIR  # §15.4
 
 Data (downloaded on first use into ``$MEMBOLT_BENCH_CACHE``, default
 ``/tmp/membolt-bench-cache``, unless ``--data`` names a local copy; neither
@@ -39,6 +40,17 @@ and, for the block, ``render(question, 500)``: whether an evidence turn is
 among the entries it shows, and what its entry lines cost against the
 2,000-byte budget. recall@k: the share of questions with an evidence turn in
 the first k; "none": the share with an empty answer.
+
+With ``--embedder NAME`` (a §15.4 setting, e.g. ``model2vec:DIR``) the
+stores are given that embedder, and three rows are added:
+* ``vector-only``: the entries ranked by the cosine of their stored vector
+  with the question's (numpy over ``store.vectors_of``), first 20;
+* ``hybrid``: ``store.search_words(question, limit=20)`` with the embedder
+  (reciprocal rank fusion of the word and vector rankings);
+* ``memory_search + vectors``: the tool on the store with the embedder;
+and the block is rendered with the embedder (its focus fused too). The
+``memory_search`` and ``search_words`` rows stay words alone. The embedding
+of the turns (the embedder's own time) is reported apart.
 """
 
 from __future__ import annotations
@@ -260,7 +272,9 @@ class Tally:
                 self.hits[k] += 1
 
 
-METHODS = ("memory_search", "search_words", "rank_bm25", "stemmed BM25")
+WORD_METHODS = ("memory_search", "search_words", "rank_bm25", "stemmed BM25")
+VECTOR_METHODS = ("vector-only", "hybrid", "memory_search + vectors")
+METHODS = WORD_METHODS + VECTOR_METHODS
 
 
 @dataclass
@@ -269,33 +283,77 @@ class Results:
     block: Tally = field(default_factory=Tally)
     block_costs: list[int] = field(default_factory=list)
     questions: int = 0
+    embed_seconds: float = 0.0
 
 
 def answerers(
     store: MemoryStore, conversation: Conversation
 ) -> dict[str, Callable[[str], list[str]]]:
     """Each method as question -> ranked keys, over one conversation's store."""
-    memory = AgentMemory(store)
+    words_only = MemoryStore(store.path or store.location)
+    memory = AgentMemory(words_only)
     keys = [key for key, _ in conversation.turns]
     documents = [f"{key} {value}" for key, value in conversation.turns]
     plain = Bm25Baseline(documents, plain_words)
     stemmed = Bm25Baseline(documents, stemmed_words)
-    return {
+    methods: dict[str, Callable[[str], list[str]]] = {
         "memory_search": lambda q: tool_keys(memory, q),
-        "search_words": lambda q: [e.key for e in store.search_words(q, limit=20)],
+        "search_words": lambda q: [e.key for e in words_only.search_words(q, limit=20)],
         "rank_bm25": lambda q: plain.ranked(keys, q),
         "stemmed BM25": lambda q: stemmed.ranked(keys, q),
     }
+    if store.embedder is not None:
+        nearest = VectorOnly(store)
+        hybrid_memory = AgentMemory(store)
+        methods["vector-only"] = nearest.ranked
+        methods["hybrid"] = lambda q: [e.key for e in store.search_words(q, limit=20)]
+        methods["memory_search + vectors"] = lambda q: tool_keys(hybrid_memory, q)
+    return methods
 
 
-def evaluate(conversation: Conversation, path: Path, results: Results) -> None:
-    with MemoryStore(path) as store:
+class VectorOnly:
+    """The cosine ranking alone: the stored (normalised) vectors against the
+    question's, first 20 above 0."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        import numpy as np
+
+        self.np = np
+        entries = store.entries()
+        vectors = store.vectors_of(entries)
+        assert store.embedding is not None
+        self.embedding = store.embedding
+        self.keys = [e.key for e, v in zip(entries, vectors, strict=True) if v is not None]
+        rows = [np.frombuffer(v, dtype="<f4") for v in vectors if v is not None]
+        self.matrix = np.stack(rows) if rows else np.zeros((0, self.embedding.dims), "f4")
+
+    def ranked(self, question: str) -> list[str]:
+        query = self.embedding.embed([question])
+        if query is None:
+            return []
+        vector = self.np.frombuffer(query, dtype="<f4")
+        scores = self.matrix @ (vector / (self.np.linalg.norm(vector) or 1.0))
+        order = self.np.argsort(-scores, kind="stable")[:20]
+        return [self.keys[i] for i in order if scores[i] > 0]
+
+
+def evaluate(
+    conversation: Conversation, path: Path, results: Results, embedder: object | None
+) -> None:
+    with MemoryStore(path, embedder=embedder, embed_timeout=None) as store:  # type: ignore[arg-type]
         items = []
         previous: list[str] = []
         for key, value in conversation.turns:
             items.append((key, value, "note", previous))
             previous = [key]
+        started = time.perf_counter()
         store.save_many(items)
+        if embedder is not None:
+            store.embed_missing()
+            results.embed_seconds += time.perf_counter() - started
+            status = store.vector_status()
+            if status["without_vector"]:
+                raise SystemExit(f"{status['without_vector']} turns not embedded: {status}")
         answer = answerers(store, conversation)
         model_entries = [
             ref.Entry(e.key, e.value, e.type, "", list(e.references), e.created_at, e.updated_at)
@@ -303,7 +361,7 @@ def evaluate(conversation: Conversation, path: Path, results: Results) -> None:
         ]
         for question, evidence in conversation.questions:
             results.questions += 1
-            for name in METHODS:
+            for name in answer:
                 started = time.perf_counter()
                 ranked = answer[name](question)
                 results.tallies[name].add(ranked, evidence, time.perf_counter() - started)
@@ -319,10 +377,10 @@ def evaluate(conversation: Conversation, path: Path, results: Results) -> None:
                 results.block.hits[5] += 1
 
 
-def run(conversations: list[Conversation], directory: Path) -> None:
+def run(conversations: list[Conversation], directory: Path, embedder: object | None) -> None:
     results = Results()
     for conversation in conversations:
-        evaluate(conversation, directory / f"{conversation.name}.redb", results)
+        evaluate(conversation, directory / f"{conversation.name}.redb", results, embedder)
     turns = sum(len(c.turns) for c in conversations)
     questions = results.questions
     print(f"{len(conversations)} conversations, {turns} turns, {questions} questions\n")
@@ -334,6 +392,8 @@ def run(conversations: list[Conversation], directory: Path) -> None:
     print("|---|---:|---:|---:|---:|---:|")
     for name in METHODS:
         tally = results.tallies[name]
+        if not tally.times:
+            continue
         print(
             f"| {name} | {share(tally.hits[1])} | {share(tally.hits[5])} | "
             f"{share(tally.hits[20])} | {share(tally.none)} | "
@@ -346,6 +406,11 @@ def run(conversations: list[Conversation], directory: Path) -> None:
         f"p50 {statistics.median(costs)} / max {max(costs)} bytes "
         f"(budget {BLOCK_TOKENS * 4}); p50 {statistics.median(results.block.times) * 1e3:.2f} ms"
     )
+    if embedder is not None:
+        print(
+            f"\nembedder {getattr(embedder, 'name', '?')}: {results.embed_seconds:.1f} s to "
+            f"embed the {turns} turns (saves included); the block above is rendered with it"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,7 +424,18 @@ def main(argv: list[str] | None = None) -> int:
         default="turn,speaker",
         help="how turns are keyed: turn (D3:12), speaker (Caroline:D3:12), or both",
     )
+    parser.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help="a §15.4 setting (model2vec:DIR, openai:URL#MODEL, module:attr): adds "
+        "vector-only and hybrid rows",
+    )
     args = parser.parse_args(argv)
+    embedder = None
+    if args.embedder:
+        from membolt import embedders
+
+        embedder = embedders.resolve(args.embedder)
     if membolt._core.DEBUG_BUILD:
         print("note: a debug build; the timings mean little (quality is the same)", file=sys.stderr)
     for keys in args.keys.split(","):
@@ -368,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n### {args.dataset}, turns keyed by {keys}\n")
         conversations = load(args.dataset, args.data, keys)
         with tempfile.TemporaryDirectory() as directory:
-            run(conversations, Path(directory))
+            run(conversations, Path(directory), embedder)
     return 0
 
 

@@ -29,6 +29,7 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A developer's team settings must not leak into the tests.
     monkeypatch.delenv(membolt.store.DATABASE_URL_VARIABLE, raising=False)
     monkeypatch.delenv(membolt.store.PROJECT_VARIABLE, raising=False)
+    monkeypatch.delenv("MEMBOLT_EMBEDDER", raising=False)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from . import __version__, _core
 from . import store as stores
 from ._core import Entry
+from .embedders import EMBEDDER_VARIABLE
 from .errors import CorruptStoreError, MemboltError
 from .store import MemoryStore, is_database_url
 
@@ -175,11 +176,12 @@ def cmd_import(args: argparse.Namespace) -> None:
         if show_progress:
             print(f"\rchecking: {lines:,} lines", end="", file=sys.stderr, flush=True)
 
+    vectors: transfer.Vectors = {}
     with open(args.file, "rb") as source:
-        entries = transfer.parse(transfer.decoded_lines(source), progress)
+        entries = transfer.parse(transfer.decoded_lines(source), progress, vectors)
     if show_progress:
         print(f"\rwriting {len(entries):,} entries ...", end="", file=sys.stderr, flush=True)
-    written = transfer.import_entries(open_store(args, writes=True), entries)
+    written = transfer.import_entries(open_store(args, writes=True), entries, vectors)
     if show_progress:
         print("\r", end="", file=sys.stderr)
     print(f"imported {len(entries)} entries ({written} new or changed)")
@@ -199,6 +201,7 @@ def cmd_doctor(args: argparse.Namespace) -> None:
     store = open_store(args)
     if store.path is None:
         _doctor_database(store)
+        _doctor_vectors(args)
         return
     path = Path(store.path)
     store.close()
@@ -210,6 +213,8 @@ def cmd_doctor(args: argparse.Namespace) -> None:
     print(f"entries: {report.entries}")
     for note in report.notes:
         print(f"note:    {note}")
+    if report.healthy:
+        _doctor_vectors(args)
     for problem in report.problems:
         print(f"PROBLEM: {problem}")
     count = report.problem_count
@@ -219,6 +224,42 @@ def cmd_doctor(args: argparse.Namespace) -> None:
             "checksums into a new store"
         )
     print("ok: no problems found")
+
+
+def _doctor_vectors(args: argparse.Namespace) -> None:
+    """§15.4: with an embedder set, how many entries lack a vector of it.
+    Vectors are a cache: none missing or damaged is a problem."""
+    if not os.environ.get(EMBEDDER_VARIABLE):
+        return
+    with open_store(args) as store:
+        if store.embedder is None:
+            return
+        status = store.vector_status()
+    print(
+        f"vectors: {status['with_vector']} of {status['entries']} entries have a vector of "
+        f"{status['model']}"
+    )
+    if status["without_vector"]:
+        print(
+            f"note:    {status['without_vector']} entries have no vector (searched by words "
+            "alone); `membolt embed` computes them"
+        )
+    if status["damaged"]:
+        print(f"note:    {status['damaged']} stored vectors were damaged and are not used")
+
+
+def cmd_embed(args: argparse.Namespace) -> None:
+    with open_store(args, writes=True) as store:
+        if store.embedder is None:
+            raise CommandError(f"no embedder: give --embedder NAME or set ${EMBEDDER_VARIABLE}")
+        stored = store.embed_missing()
+        status = store.vector_status()
+    have = f"{status['with_vector']} of {status['entries']} entries have a vector"
+    print(f"embedded {stored}; {have}")
+    if status["without_vector"]:
+        raise CommandError(
+            f"{status['without_vector']} entries still have no vector: {status['last_error']}"
+        )
 
 
 def cmd_repair(args: argparse.Namespace) -> None:
@@ -425,6 +466,13 @@ def _location_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
         help="the project on a PostgreSQL server (default: $MEMBOLT_PROJECT, else from --cwd)",
     )
     parser.add_argument(
+        "--embedder",
+        metavar="NAME",
+        default=default,
+        help="recall by meaning with this embedder: model2vec:PATH, openai:URL#MODEL, "
+        "hashing:DIMS or module:attr (default: $MEMBOLT_EMBEDDER; §15.4)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,  # its range is checked by the core, with every other timeout
         default=None if top else argparse.SUPPRESS,
@@ -475,6 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"rows shown (default {_core.DEFAULT_QUERY_LIMIT}; the tool's maximum applies)",
     )
     command("doctor", cmd_doctor, "read-only integrity check of the store file")
+    command("embed", cmd_embed, "store a vector for every entry that lacks one (§15.4)")
     repair_command = command(
         "repair", cmd_repair, "salvage a damaged store into a new one (the old file is kept)"
     )
@@ -609,6 +658,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
     args = parser.parse_args(arguments)
     _check_location(parser, args)
+    if getattr(args, "embedder", None):
+        # Read by open_store, here and in what this process serves (MCP,
+        # hooks), as every command reads $MEMBOLT_DATABASE_URL.
+        os.environ[EMBEDDER_VARIABLE] = args.embedder
     if sys.stdout is None and args.handler is not cmd_hook:
         print("membolt: error: standard output is closed", file=sys.stderr)
         return EXIT_ERROR

@@ -23,7 +23,9 @@ from typing import Any, Literal, TypeAlias
 from . import _core
 from ._core import Cap, Entry, SaveRequest
 from .classify import DEFAULT_TYPE, classify, parent_type
+from .embedding import DEFAULT_EMBED_TIMEOUT, Embedder
 from .errors import ArgumentTypeError
+from .semantic import SemanticStore
 
 STORE_FILE_NAME = "memory.redb"
 #: §13.1: where the spools of PostgreSQL projects live, under the store home.
@@ -92,6 +94,7 @@ def open_store(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     base_dir: str | os.PathLike[str] | None = None,
+    embedder: Embedder | str | None = None,
 ) -> MemoryStore:
     """The store a caller means: the one place that decides it, for the
     library (:meth:`MemoryStore.for_project`), the CLI, the MCP server and
@@ -105,8 +108,16 @@ def open_store(
     On a PostgreSQL server the project is ``project``, else
     ``$MEMBOLT_PROJECT``, else ``encode_cwd(cwd)`` (§12). A ``project`` for
     a store file is a ``ValueError``: a file holds one project.
+
+    §15.4: ``embedder``, an embedder or a setting naming one (see
+    ``membolt.embedders``), else ``$MEMBOLT_EMBEDDER``. A setting that names
+    no usable embedder is reported on stderr and the store opened without
+    one: memory never depends on a model.
     """
-    return _open(MemoryStore, db, cwd, project, timeout=timeout, base_dir=base_dir)
+    from .embedders import choose
+
+    chosen = choose(embedder)
+    return _open(MemoryStore, db, cwd, project, timeout=timeout, base_dir=base_dir, embedder=chosen)
 
 
 def _open(
@@ -117,7 +128,10 @@ def _open(
     *,
     timeout: float,
     base_dir: str | os.PathLike[str] | None,
+    embedder: Embedder | None = None,
+    embed_timeout: float | None = DEFAULT_EMBED_TIMEOUT,
 ) -> MemoryStore:
+    semantic: dict[str, Any] = {"embedder": embedder, "embed_timeout": embed_timeout}
     if db is None and base_dir is None:
         db = os.environ.get(DATABASE_URL_VARIABLE) or None
     if is_database_url(db):
@@ -125,7 +139,7 @@ def _open(
         name = project
         if name is None:
             name = os.environ.get(PROJECT_VARIABLE) or encode_cwd(_absolute(cwd))
-        return cls(db, project=name, timeout=timeout)
+        return cls(db, project=name, timeout=timeout, **semantic)
     if project is not None:
         raise ValueError(
             "a project is chosen on a PostgreSQL server (a postgresql:// URL); "
@@ -133,7 +147,7 @@ def _open(
         )
     if db is None:
         db = project_store_path(cwd, base_dir)
-    return cls(db, timeout=timeout)
+    return cls(db, timeout=timeout, **semantic)
 
 
 def _absolute(cwd: str | os.PathLike[str] | None) -> str:
@@ -187,7 +201,7 @@ def _fields(item: object, least: int, most: int, what: str) -> tuple[Any, ...]:
     return tuple(item)
 
 
-class MemoryStore(_core.Store):
+class MemoryStore(SemanticStore):
     """A persistent, project-scoped memory store: one redb file, or (§12) one
     project on a PostgreSQL server, ``MemoryStore("postgresql://user:pw@host/db",
     project="acme")``.
@@ -196,6 +210,11 @@ class MemoryStore(_core.Store):
     is opened only for the duration of a burst of calls, so other processes
     can use it in between; when another process holds the store longer than
     ``timeout`` seconds, calls raise :class:`~membolt.StoreBusyError`.
+
+    §15.4: ``embedder=E`` (an object with ``name``, ``dims`` and
+    ``embed(texts)``) adds recall by meaning; ``embed_timeout`` bounds each
+    of its calls (seconds; ``None``: no bound, no worker thread). See
+    :mod:`membolt.semantic`.
     """
 
     @classmethod
@@ -207,6 +226,8 @@ class MemoryStore(_core.Store):
         db: str | None = None,
         project: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        embedder: Embedder | None = None,
+        embed_timeout: float | None = DEFAULT_EMBED_TIMEOUT,
         url: str | None = None,
     ) -> MemoryStore:
         """The store of the project at ``cwd``: on the PostgreSQL server
@@ -235,7 +256,16 @@ class MemoryStore(_core.Store):
             )
         if db is not None and base_dir is not None:
             raise ValueError("db and base_dir choose two different stores; give one")
-        return _open(cls, db, cwd, project, timeout=timeout, base_dir=base_dir)
+        return _open(
+            cls,
+            db,
+            cwd,
+            project,
+            timeout=timeout,
+            base_dir=base_dir,
+            embedder=embedder,
+            embed_timeout=embed_timeout,
+        )
 
     def save(
         self,

@@ -14,10 +14,20 @@ before anything is written. Files without the header are read as the seed
 system's memory format: one ``{"key", "value", "type", "references",
 "createdAt", "updatedAt"}`` object per line, timestamps as Unix milliseconds
 or RFC 3339 text, ``namespace`` absent.
+
+§15.4: an export of a store with an embedder gives each entry that has a
+vector an optional field ``"embedding": {"model": NAME, "vector": BASE64}``
+(the normalised float32 vector, little-endian); an import stores those
+vectors beside the entries (under their model's name, whatever the
+importing store's embedder), so a restored store needs no embedding. A
+reader that knows nothing of the field ignores it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -37,6 +47,10 @@ EXPORT_SCHEMA: Final = 1
 #: The §1.2 JSON field names, from the one list the core keeps.
 FIELDS: Final = _core.ENTRY_FIELDS
 KEY, VALUE, NAMESPACE, TYPE, REFERENCES, CREATED_AT, UPDATED_AT = FIELDS
+#: §15.4: the optional field holding an entry's vector.
+EMBEDDING: Final = "embedding"
+#: Vectors read from an import, by key: ``(model name, float32 bytes)``.
+Vectors = dict[str, tuple[str, bytes]]
 
 
 class ImportFormatError(MemboltError, ValueError):
@@ -54,9 +68,15 @@ def export_lines(store: MemoryStore) -> Iterator[str]:
     that cannot be read yields nothing (not a header that looks like the
     export of an empty store)."""
     entries = store.entries()
+    vectors = store.vectors_of(entries) if store.embedding is not None else []
+    model = store.embedding.name if store.embedding is not None else ""
     yield json.dumps({"format": EXPORT_FORMAT, "schema": EXPORT_SCHEMA})
-    for entry in entries:
-        yield json.dumps(entry.to_dict(), ensure_ascii=False)
+    for number, entry in enumerate(entries):
+        record = entry.to_dict()
+        vector = vectors[number] if vectors else None
+        if vector is not None:
+            record[EMBEDDING] = {"model": model, "vector": base64.b64encode(vector).decode()}
+        yield json.dumps(record, ensure_ascii=False)
 
 
 def export(store: MemoryStore, out: TextIO) -> int:
@@ -80,8 +100,13 @@ def decoded_lines(source: BinaryIO) -> Iterator[str]:
         yield line.removeprefix("\ufeff") if number == 1 else line
 
 
-def parse(lines: Iterable[str], progress: Callable[[int], None] | None = None) -> list[Entry]:
-    """Check every line and return the entries; raises ImportFormatError."""
+def parse(
+    lines: Iterable[str],
+    progress: Callable[[int], None] | None = None,
+    vectors: Vectors | None = None,
+) -> list[Entry]:
+    """Check every line and return the entries; raises ImportFormatError.
+    The entries' vectors (§15.4) are put in ``vectors`` when it is given."""
     entries: list[Entry] = []
     seen: dict[str, int] = {}
     first_record = True
@@ -112,12 +137,44 @@ def parse(lines: Iterable[str], progress: Callable[[int], None] | None = None) -
             )
         seen[entry.key] = number
         entries.append(entry)
+        if vectors is not None and record.get(EMBEDDING) is not None:
+            vectors[entry.key] = _embedding(record[EMBEDDING], number)
     return entries
 
 
-def import_entries(store: MemoryStore, entries: list[Entry]) -> int:
-    """Write checked entries in one transaction; returns how many changed."""
-    return store.import_entries(entries)
+def import_entries(store: MemoryStore, entries: list[Entry], vectors: Vectors | None = None) -> int:
+    """Write checked entries in one transaction; returns how many changed.
+    Then the vectors of ``vectors`` (from :func:`parse`) are stored beside
+    them; a failure to store them (a cache) loses no entry and is not
+    raised."""
+    written = store.import_entries(entries)
+    groups: dict[tuple[str, int], list[tuple[Entry, bytes]]] = {}
+    for entry in entries:
+        if vectors and entry.key in vectors:
+            model, vector = vectors[entry.key]
+            groups.setdefault((model, len(vector) // 4), []).append((entry, vector))
+    for (model, dims), items in groups.items():
+        pairs = [(entry.key, entry.value) for entry, _ in items]
+        with contextlib.suppress(MemboltError, OSError, ValueError):
+            store._vectors_put(model, dims, pairs, b"".join(v for _, v in items))
+    return written
+
+
+def _embedding(field: object, line: int) -> tuple[str, bytes]:
+    """The ``embedding`` field of an entry: ``(model, float32 bytes)``."""
+    problem = f"{EMBEDDING} must be {{'model': NAME, 'vector': BASE64 of float32s}}"
+    if not isinstance(field, dict):
+        raise ImportFormatError(line, problem)
+    model, vector = field.get("model"), field.get("vector")
+    if not isinstance(model, str) or not model or not isinstance(vector, str):
+        raise ImportFormatError(line, problem)
+    try:
+        data = base64.b64decode(vector, validate=True)
+    except (binascii.Error, ValueError):
+        raise ImportFormatError(line, problem) from None
+    if not data or len(data) % 4 or len(data) > 4 * 16_384:
+        raise ImportFormatError(line, problem)
+    return model, data
 
 
 def _check_header(header: dict[str, Any], line: int) -> None:

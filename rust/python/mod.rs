@@ -10,6 +10,7 @@ mod errors;
 mod query_values;
 mod requests;
 mod store;
+mod vectors;
 
 use std::path::PathBuf;
 
@@ -66,7 +67,7 @@ fn query_terms(query: &str) -> Vec<String> {
 /// `postgres://`) rather than a file.
 #[pyfunction]
 fn is_database_url(text: &str) -> bool {
-    crate::store::postgres::is_database_url(text)
+    crate::store::maintenance::is_database_url(text)
 }
 
 /// `membolt doctor`: a read-only check of the store file at `path`.
@@ -76,7 +77,7 @@ fn is_database_url(text: &str) -> bool {
 fn _inspect(py: Python<'_>, path: PathBuf, timeout: f64) -> PyResult<Bound<'_, PyDict>> {
     let timeout = busy_timeout(timeout)?;
     let report = py
-        .detach(|| crate::store::redb::doctor::inspect(&path, timeout))
+        .detach(|| crate::store::maintenance::inspect(&path, timeout))
         .map_err(|e| to_py_err(py, e))?;
     let dict = PyDict::new(py);
     dict.set_item("file_bytes", report.file_bytes)?;
@@ -101,7 +102,7 @@ fn _salvage(
 ) -> PyResult<Bound<'_, PyDict>> {
     let timeout = busy_timeout(timeout)?;
     let salvage = py
-        .detach(|| crate::store::redb::repair::salvage(&source, &target, timeout))
+        .detach(|| crate::store::maintenance::salvage(&source, &target, timeout))
         .map_err(|e| to_py_err(py, e))?;
     let dict = PyDict::new(py);
     dict.set_item("saved", salvage.saved)?;
@@ -164,15 +165,18 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_database_url, m)?)?;
     m.add(
         "POSTGRES_SCHEMA_VERSION",
-        crate::store::postgres::SCHEMA_VERSION,
+        crate::store::maintenance::DATABASE_SCHEMA_VERSION,
     )?;
-    m.add("SCHEMA_VERSION", crate::store::redb::SCHEMA_VERSION)?;
+    m.add(
+        "SCHEMA_VERSION",
+        crate::store::maintenance::FILE_SCHEMA_VERSION,
+    )?;
     // Benchmarks refuse to report figures of an unoptimised build.
     m.add("DEBUG_BUILD", cfg!(debug_assertions))?;
     m.add("MAX_KEY_BYTES", crate::store::MAX_KEY_BYTES)?;
     m.add(
         "STORE_COMPANION_SUFFIXES",
-        PyTuple::new(m.py(), crate::store::redb::COMPANION_SUFFIXES)?,
+        PyTuple::new(m.py(), crate::store::maintenance::COMPANION_SUFFIXES)?,
     )?;
     m.add("DEFAULT_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)?;
     m.add(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use super::args::{
     DEFAULT_TIMEOUT_SECONDS, busy_timeout, clamped_int, count_arg, optional_clamped_int,
@@ -18,13 +18,19 @@ use super::entry::PyEntry;
 use super::errors::{query_error, to_py_err};
 use super::query_values::{query_result, rows_arg};
 use super::requests::{PyCap, PySaveRequest};
+use super::vectors::{QueryVector, floats, model_arg, query_vector, to_bytes};
 use crate::entry::Entry;
 use crate::error::StoreError;
-use crate::store::postgres::is_database_url;
+use crate::store::maintenance::is_database_url;
+use crate::store::mirror::Mirror;
+use crate::store::vectors::hash::text_hash;
+use crate::store::vectors::space::normalise;
+use crate::store::vectors::{Row, Space};
 use crate::store::{BatchOp, BatchOutcome, SaveRequest, Store};
 use crate::views::query::{DEFAULT_QUERY_LIMIT, QueryInput, evaluate};
 use crate::views::render::DEFAULT_MAX_TOKENS;
-use crate::views::{graph, prompt, ranked_search, render, search};
+use crate::views::semantic::{self, Meaning};
+use crate::views::{graph, prompt, render, search};
 
 #[pyclass(subclass, frozen, name = "Store", module = "membolt._core")]
 pub struct PyStore {
@@ -40,6 +46,37 @@ impl PyStore {
     ) -> PyResult<T> {
         let store = &self.inner;
         py.detach(|| call(store)).map_err(|e| to_py_err(py, e))
+    }
+
+    /// Runs `read` on the mirror, with the meaning of `query` (§15.4) when
+    /// a query vector is given, without the GIL.
+    fn read_meaning<T: Send>(
+        &self,
+        py: Python<'_>,
+        query: Option<QueryVector>,
+        read: impl FnOnce(&Mirror, Option<&Meaning<'_>>) -> T + Send,
+    ) -> PyResult<T> {
+        match query {
+            None => self.run(py, |s| s.read(|m| read(m, None))),
+            Some(query) => self.run(py, |s| {
+                s.read_with_vectors(query.model, semantic::warm, |m, space| {
+                    let meaning = semantic::meaning(m, space, query.vector);
+                    read(m, meaning.as_ref())
+                })
+            }),
+        }
+    }
+
+    /// Runs `read` on the mirror and the vectors of `model`.
+    fn read_space<T: Send>(
+        &self,
+        py: Python<'_>,
+        model: &str,
+        dims: usize,
+        read: impl FnOnce(&Mirror, &mut Space) -> T + Send,
+    ) -> PyResult<T> {
+        let model = model_arg(model, dims)?;
+        self.run(py, |s| s.read_with_vectors(model, |_| {}, read))
     }
 }
 
@@ -187,34 +224,41 @@ impl PyStore {
 
     /// §15.3: the entries qualifying for `query`'s terms, in rank order;
     /// `limit` keeps the first so many.
-    #[pyo3(signature = (query, limit = None))]
+    /// `embedding`, `(model name, the query's vector as float32 bytes)`,
+    /// fuses the ranking with the cosine one (§15.4).
+    #[pyo3(signature = (query, limit = None, *, embedding = None))]
     fn search_words<'py>(
         &self,
         py: Python<'py>,
         query: &Bound<'_, PyAny>,
         limit: Option<&Bound<'_, PyAny>>,
+        embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let query = text_arg(query, "query")?;
         let limit = optional_count_arg(limit)?;
-        let (_, hits) = self.run(py, |s| {
-            s.read(|m| ranked_search::ranked_search(m, &query, limit))
+        let embedding = query_vector(embedding)?;
+        let (_, hits) = self.read_meaning(py, embedding, |m, meaning| {
+            semantic::ranked_search(m, &query, meaning, limit)
         })?;
         entries_to_list(py, hits.into_iter().map(|(entry, _)| entry).collect())
     }
 
     /// §15.2: [`Self::search_words`] with each entry's BM25 score, as
     /// `(entry, score)` pairs.
-    #[pyo3(signature = (query, limit = None))]
+    /// With `embedding` the score is the fused one (§15.4).
+    #[pyo3(signature = (query, limit = None, *, embedding = None))]
     fn search_words_scored<'py>(
         &self,
         py: Python<'py>,
         query: &Bound<'_, PyAny>,
         limit: Option<&Bound<'_, PyAny>>,
+        embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let query = text_arg(query, "query")?;
         let limit = optional_count_arg(limit)?;
-        let (_, hits) = self.run(py, |s| {
-            s.read(|m| ranked_search::ranked_search(m, &query, limit))
+        let embedding = query_vector(embedding)?;
+        let (_, hits) = self.read_meaning(py, embedding, |m, meaning| {
+            semantic::ranked_search(m, &query, meaning, limit)
         })?;
         PyList::new(
             py,
@@ -224,16 +268,19 @@ impl PyStore {
     }
 
     /// `(total, first limit ranked matches)`, for the `memory_search` tool.
+    #[pyo3(signature = (query, limit, *, embedding = None))]
     fn search_words_ranked<'py>(
         &self,
         py: Python<'py>,
         query: &Bound<'_, PyAny>,
         limit: &Bound<'_, PyAny>,
+        embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(usize, Bound<'py, PyList>)> {
         let query = text_arg(query, "query")?;
         let limit = count_arg(limit, "limit")?;
-        let (total, hits) = self.run(py, |s| {
-            s.read(|m| ranked_search::ranked_search(m, &query, Some(limit)))
+        let embedding = query_vector(embedding)?;
+        let (total, hits) = self.read_meaning(py, embedding, |m, meaning| {
+            semantic::ranked_search(m, &query, meaning, Some(limit))
         })?;
         let hits = hits.into_iter().map(|(entry, _)| entry).collect();
         Ok((total, entries_to_list(py, hits)?))
@@ -279,12 +326,13 @@ impl PyStore {
         keys_to_list(py, &keys)
     }
 
-    /// The `<memory>` block (§5); `now_ms` pins the clock. (The text
-    /// signature spells the default budget out for `inspect`; a test holds
-    /// it equal to `DEFAULT_MAX_TOKENS`.)
+    /// The `<memory>` block (§5); `now_ms` pins the clock; `embedding`
+    /// ranks the focus by meaning too (§15.4). (The text signature spells
+    /// the default budget out for `inspect`; a test holds it equal to
+    /// `DEFAULT_MAX_TOKENS`.)
     #[pyo3(
-        signature = (focus = None, max_tokens = None, now_ms = None),
-        text_signature = "($self, focus='', max_tokens=500, now_ms=None)"
+        signature = (focus = None, max_tokens = None, now_ms = None, *, embedding = None),
+        text_signature = "($self, focus='', max_tokens=500, now_ms=None, *, embedding=None)"
     )]
     fn render(
         &self,
@@ -292,13 +340,15 @@ impl PyStore {
         focus: Option<&Bound<'_, PyAny>>,
         max_tokens: Option<&Bound<'_, PyAny>>,
         now_ms: Option<&Bound<'_, PyAny>>,
+        embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
         let focus = optional_text_arg(focus, "focus")?.unwrap_or_default();
         let max_tokens =
             optional_clamped_int(max_tokens, "max_tokens")?.unwrap_or(DEFAULT_MAX_TOKENS);
         let now = optional_clamped_int(now_ms, "now_ms")?.unwrap_or_else(crate::store::now_ms);
-        self.run(py, |s| {
-            s.read(|m| render::render(m, &focus, max_tokens, now))
+        let embedding = query_vector(embedding)?;
+        self.read_meaning(py, embedding, |m, meaning| {
+            render::render_with(m, &focus, meaning, max_tokens, now)
         })
     }
 
@@ -327,7 +377,7 @@ impl PyStore {
 
     /// `(block, newest keys, entry count)` for the §5.9 section, from one
     /// read of the store.
-    #[pyo3(signature = (focus, *, max_tokens, now_ms, key_limit))]
+    #[pyo3(signature = (focus, *, max_tokens, now_ms, key_limit, embedding = None))]
     fn prompt_parts<'py>(
         &self,
         py: Python<'py>,
@@ -335,13 +385,15 @@ impl PyStore {
         max_tokens: &Bound<'_, PyAny>,
         now_ms: Option<&Bound<'_, PyAny>>,
         key_limit: &Bound<'_, PyAny>,
+        embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(String, Bound<'py, PyList>, usize)> {
         let focus = text_arg(focus, "focus")?;
         let max_tokens = clamped_int(max_tokens, "max_tokens")?;
         let now = optional_clamped_int(now_ms, "now_ms")?.unwrap_or_else(crate::store::now_ms);
         let key_limit = count_arg(key_limit, "key_limit")?;
-        let parts = self.run(py, |s| {
-            s.read(|m| prompt::prompt_parts(m, &focus, max_tokens, now, key_limit))
+        let embedding = query_vector(embedding)?;
+        let parts = self.read_meaning(py, embedding, |m, meaning| {
+            prompt::prompt_parts_with(m, &focus, meaning, max_tokens, now, key_limit)
         })?;
         Ok((
             parts.block,
@@ -481,6 +533,128 @@ impl PyStore {
             Ok(Err(error)) => Err(query_error(py, &error)),
             Err(error) => Err(to_py_err(py, error)),
         }
+    }
+
+    // ----- vectors (§15.4) ------------------------------------------------
+
+    /// Stores the vectors of `items`, the `(key, value)` pairs whose
+    /// `key + "\n" + value` was embedded, from `vectors` (float32 bytes,
+    /// `dims` per item, in order). A vector holding a NaN or an infinity,
+    /// or all zeros, is left out. Returns how many were stored.
+    fn _vectors_put(
+        &self,
+        py: Python<'_>,
+        model: &str,
+        dims: usize,
+        items: Vec<(String, String)>,
+        vectors: &Bound<'_, PyBytes>,
+    ) -> PyResult<usize> {
+        let model = model_arg(model, dims)?;
+        let floats = floats(vectors.as_bytes())?;
+        if floats.len() != items.len() * dims {
+            return Err(PyValueError::new_err(format!(
+                "{} vectors of {dims} dimensions hold {} floats, not {}",
+                items.len(),
+                items.len() * dims,
+                floats.len()
+            )));
+        }
+        let mut buffer = Vec::new();
+        let rows: Vec<Row> = items
+            .into_iter()
+            .zip(floats.chunks_exact(dims))
+            .filter_map(|((key, value), vector)| {
+                let mut vector = vector.to_vec();
+                normalise(&mut vector).then(|| Row {
+                    text_hash: text_hash(&key, &value, &mut buffer),
+                    key,
+                    vector,
+                })
+            })
+            .collect();
+        let stored = rows.len();
+        self.run(py, |s| s.put_vectors(model, &rows))?;
+        Ok(stored)
+    }
+
+    /// Up to `limit` entries without a vector of `model`, as `(key,
+    /// value)` pairs.
+    fn _vectors_missing(
+        &self,
+        py: Python<'_>,
+        model: &str,
+        dims: usize,
+        limit: usize,
+    ) -> PyResult<Vec<(String, String)>> {
+        let missing = self.read_space(py, model, dims, |m, space| {
+            semantic::missing(m, space, limit)
+        })?;
+        Ok(missing
+            .into_iter()
+            .map(|e| (e.key.to_string(), e.value.to_string()))
+            .collect())
+    }
+
+    /// `(entries, entries with a vector of model, vector records that
+    /// could not be read)`, for doctor.
+    fn _vectors_status(
+        &self,
+        py: Python<'_>,
+        model: &str,
+        dims: usize,
+    ) -> PyResult<(usize, usize, usize)> {
+        self.read_space(py, model, dims, |m, space| {
+            (
+                m.len(),
+                crate::store::vector_calls_with_vector(m, space),
+                space.damaged,
+            )
+        })
+    }
+
+    /// The positions of the `(key, value)` pairs that have no vector of
+    /// `model` (a save of an unchanged value needs no embedding).
+    fn _vectors_lacking(
+        &self,
+        py: Python<'_>,
+        model: &str,
+        dims: usize,
+        items: Vec<(String, String)>,
+    ) -> PyResult<Vec<usize>> {
+        self.read_space(py, model, dims, |_, space| {
+            let mut buffer = Vec::new();
+            items
+                .into_iter()
+                .enumerate()
+                .filter(|(_, (key, value))| space.get(text_hash(key, value, &mut buffer)).is_none())
+                .map(|(at, _)| at)
+                .collect()
+        })
+    }
+
+    /// The stored vector (float32 bytes) of each `(key, value)`, or `None`.
+    fn _vectors_get<'py>(
+        &self,
+        py: Python<'py>,
+        model: &str,
+        dims: usize,
+        items: Vec<(String, String)>,
+    ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+        let found: Vec<Option<Vec<f32>>> = self.read_space(py, model, dims, |_, space| {
+            let mut buffer = Vec::new();
+            items
+                .into_iter()
+                .map(|(key, value)| {
+                    space
+                        .get(text_hash(&key, &value, &mut buffer))
+                        .map(<[f32]>::to_vec)
+                })
+                .collect()
+        })?;
+        Ok(found
+            .into_iter()
+            .map(|v| v.map(|v| to_bytes(py, &v)))
+            .collect())
     }
 
     /// Writes entries exactly as given (import: stamps and references

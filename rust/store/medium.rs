@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Location, Result};
 use crate::store::change_set::ChangeSet;
 use crate::store::mirror::Mirror;
+use crate::store::vectors::VectorSource;
 
 /// One public call's time limits: a medium waiting for a lock gives up at
 /// `deadline` with `StoreError::Busy`.
@@ -94,4 +95,11 @@ pub trait Medium: Send {
     /// After a panic inside a call: distrusts everything it knew and lets
     /// go of its lock.
     fn distrust(&mut self);
+
+    /// §15.4: where this medium keeps the entries' vectors, when it keeps
+    /// them itself (a store kept in a file has a companion file instead,
+    /// `store/vectors/file.rs`).
+    fn vector_source(&mut self) -> Option<&mut dyn VectorSource> {
+        None
+    }
 }

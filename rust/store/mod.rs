@@ -11,8 +11,12 @@
 //!                          caps passed in as data, request.rs)
 //!   change_set.rs          what crosses the seam: a transaction's changes
 //!   ------------------------ the seam: medium.rs (trait Medium) ----------
+//!   maintenance.rs         doctor, repair and the medium of a location, for
+//!                          the glue: the rules each check applies come from here
 //!   redb/                  a redb file + journal + lease + change ring
 //!   postgres/              a project's rows on a PostgreSQL server (§12)
+//!   vectors/               the entries' vectors (§15.4), a cache beside
+//!                          them: a companion file or a table
 //! ```
 //!
 //! The seam: everything above `Medium` is shared by every medium, so a rule
@@ -28,12 +32,15 @@
 pub mod change_set;
 pub mod core_indexes;
 pub(crate) mod idle_reaper;
+pub mod maintenance;
 pub mod medium;
 pub mod mirror;
-pub mod postgres;
-pub mod redb;
+pub(crate) mod postgres;
+pub(crate) mod redb;
 pub mod request;
 pub mod rules;
+mod vector_calls;
+pub mod vectors;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,6 +59,7 @@ use mirror::Mirror;
 pub use request::{BatchOp, BatchOutcome, Cap, CapGroup, MAX_KEY_BYTES, SaveRequest, validate_key};
 pub use rules::now_ms;
 use rules::{Linking, Txn};
+pub use vector_calls::with_vector as vector_calls_with_vector;
 
 /// §1.4: how long a call waits for another process by default.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -76,6 +84,8 @@ struct State {
     mirror: Option<Mirror>,
     /// Depth of `hold()` blocks: while positive the lock is never released.
     holds: usize,
+    /// The vectors of the model last asked for (§15.4), once asked.
+    vectors: Option<vectors::Vectors>,
 }
 
 /// Open stores of this process, by the identity of their medium.
@@ -109,7 +119,7 @@ impl Store {
     /// project `project` on the PostgreSQL server at `url` (§12).
     pub fn open_postgres(url: &str, project: &str, busy_timeout: Duration) -> Result<Store> {
         let _pass = fork_gate::enter();
-        postgres::validate_project(project)?;
+        request::validate_project(project)?;
         let address = postgres::Address::parse(url)?;
         let identity = address.identity(project);
         Ok(Store::with_medium(identity, busy_timeout, None, || {
@@ -138,6 +148,7 @@ impl Store {
                     medium,
                     mirror: None,
                     holds: 0,
+                    vectors: None,
                 }),
             });
             registry.insert(identity, Arc::downgrade(&shared));
@@ -482,6 +493,9 @@ pub fn forget_inherited_leases() {
         let mut state = lock(&shared.state);
         state.medium.forget_inherited();
         state.holds = 0;
+        // The companion file's handle is the parent's open file, whose
+        // lock the parent shares: forget it with the vectors read.
+        state.vectors = None;
     }
 }
 

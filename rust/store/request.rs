@@ -27,6 +27,16 @@ pub fn validate_key(key: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// §12: a project name is data, of any characters but U+0000, up to the
+/// key limit (§1.5).
+pub fn validate_project(project: &str) -> Result<()> {
+    validate_key(project, "project")?;
+    if project.contains('\0') {
+        return Err(StoreError::invalid("project must not contain U+0000"));
+    }
+    Ok(())
+}
+
 /// One save.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SaveRequest {
@@ -127,6 +137,14 @@ mod tests {
             "{long}"
         );
         assert!(validate_key("", "key").is_err());
+    }
+
+    #[test]
+    fn project_names_are_checked() {
+        assert!(validate_project("acme; DROP TABLE x").is_ok());
+        assert!(validate_project("").is_err());
+        assert!(validate_project("a\0b").is_err());
+        assert!(validate_project(&"p".repeat(1025)).is_err());
     }
 
     #[test]

@@ -15,11 +15,34 @@ use crate::entry::Entry;
 use crate::error::{Result, StoreError};
 use crate::store::change_set::{Change, ChangeSet};
 use crate::store::mirror::Mirror;
-use crate::store::request::{Cap, CapGroup, SaveRequest};
+use crate::store::request::{Cap, CapGroup, MAX_KEY_BYTES, SaveRequest};
 
 /// The type of tool results, which fan out from their type parent instead
 /// of joining a batch's chain (§3.3).
 const TOOL_RESULT_TYPE: &str = "tool_result";
+
+/// The invariants every stored entry keeps (§1.2, §1.3, §1.5), as problems
+/// `membolt doctor` reports for an entry that breaks them (none for a
+/// sound one). The media read entries; this is what they are checked by.
+pub fn entry_problems(entry: &Entry) -> Vec<String> {
+    let mut problems = Vec::new();
+    let key = &entry.key;
+    if key.len() > MAX_KEY_BYTES {
+        problems.push(format!("key {key:?} is longer than {MAX_KEY_BYTES} bytes"));
+    }
+    if entry.created_at > entry.updated_at {
+        problems.push(format!("entry {key:?} was updated before it was created"));
+    }
+    let mut seen = BTreeSet::new();
+    for reference in &entry.references {
+        if reference == key {
+            problems.push(format!("entry {key:?} references itself"));
+        } else if !seen.insert(reference.as_ref()) {
+            problems.push(format!("entry {key:?} references {reference:?} twice"));
+        }
+    }
+    problems
+}
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {
@@ -334,5 +357,30 @@ mod tests {
         });
         let keys: Vec<String> = mirror.iter().map(|e| e.key.to_string()).collect();
         assert_eq!(keys, ["n2", "x"]);
+    }
+
+    #[test]
+    fn entry_problems_name_each_broken_invariant() {
+        let sound = crate::testing::entry("k", "note", "v", 5, &["p", "q"]);
+        assert!(entry_problems(&sound).is_empty());
+        let broken = Entry {
+            key: "k".repeat(MAX_KEY_BYTES + 1).into(),
+            created_at: 9,
+            updated_at: 5,
+            ..(*sound).clone()
+        };
+        let problems = entry_problems(&broken);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("longer than 1024 bytes"));
+        assert!(problems[1].contains("updated before it was created"));
+        let looped = crate::testing::entry("k", "note", "v", 5, &["k", "p", "p"]);
+        let problems = entry_problems(&looped);
+        assert_eq!(
+            problems,
+            [
+                "entry \"k\" references itself",
+                "entry \"k\" references \"p\" twice"
+            ]
+        );
     }
 }

@@ -108,7 +108,7 @@ fn the_old_schema_fixtures_are_read_and_upgraded_by_the_first_write() {
         }
         assert_eq!(
             membolt::testing::file_schema(&copy),
-            membolt::store::redb::SCHEMA_VERSION
+            membolt::store::maintenance::FILE_SCHEMA_VERSION
         );
         assert!(membolt::testing::every_record_checksummed(&copy), "{name}");
     }

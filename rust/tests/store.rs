@@ -334,7 +334,10 @@ fn a_schema_1_store_is_read_as_it_is_and_marked_by_the_first_write() {
     let store = open(&path);
     store.save(request("new", "x", "note", None)).unwrap();
     store.close();
-    assert_eq!(schema_in_file(&path), membolt::store::redb::SCHEMA_VERSION);
-    assert_eq!(membolt::store::redb::SCHEMA_VERSION, 3);
+    assert_eq!(
+        schema_in_file(&path),
+        membolt::store::maintenance::FILE_SCHEMA_VERSION
+    );
+    assert_eq!(membolt::store::maintenance::FILE_SCHEMA_VERSION, 3);
     assert_eq!(keys_in_file(&path), ["new", "old"]);
 }

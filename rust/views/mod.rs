@@ -25,6 +25,7 @@ pub mod render;
 pub mod render_index;
 pub mod search;
 pub mod selection;
+pub mod semantic;
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
@@ -37,6 +38,7 @@ use crate::store::mirror::{Derived, Mirror};
 
 use render_index::RenderIndex;
 use search::SearchIndex;
+use semantic::TextHashes;
 
 /// The indexes the views derive from a mirror, each built on first use.
 ///
@@ -49,6 +51,9 @@ pub struct Views {
     render: OnceLock<RenderIndex>,
     /// The `memory` relation's rows, kept until the next change.
     memory_rows: OnceLock<Arc<Vec<Value>>>,
+    /// §15.4: the hash of each entry's text by render id, built (after the
+    /// render index) by the first search with a vector.
+    text_hashes: OnceLock<TextHashes>,
 }
 
 impl Derived for Views {
@@ -64,6 +69,9 @@ impl Derived for Views {
         if let Some(render) = self.render.get_mut() {
             let core = core.expect("a built render index comes with the core indexes");
             render.upsert(entry, previous, core.children_of(&entry.key));
+            if let (Some(hashes), Some(id)) = (self.text_hashes.get_mut(), render.id(&entry.key)) {
+                hashes.set(id, entry);
+            }
         }
     }
 
@@ -74,7 +82,11 @@ impl Derived for Views {
         }
         if let Some(render) = self.render.get_mut() {
             let core = core.expect("a built render index comes with the core indexes");
+            let id = render.id(&entry.key);
             render.remove(entry, core.children_of(&entry.key));
+            if let (Some(hashes), Some(id)) = (self.text_hashes.get_mut(), id) {
+                hashes.clear(id);
+            }
         }
     }
 
@@ -107,6 +119,14 @@ pub fn search_index(mirror: &Mirror) -> &SearchIndex {
         let entries: Vec<&Arc<Entry>> = mirror.iter().collect();
         SearchIndex::build(&entries)
     })
+}
+
+/// §15.4: the hashes of the entries' texts by render id, built on first
+/// use (with the render index and its recall index).
+pub(crate) fn text_hashes(mirror: &Mirror) -> &TextHashes {
+    views(mirror)
+        .text_hashes
+        .get_or_init(|| TextHashes::build(render_index_with_recall(mirror)))
 }
 
 /// The indexes of the `<memory>` block, built on first use (with the

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use crate::store::mirror::Mirror;
-use crate::views::render::render;
+use crate::views::render::render_with;
+use crate::views::semantic::Meaning;
 
 /// What [`prompt_parts`] reads.
 pub struct PromptParts {
@@ -33,8 +34,20 @@ pub fn prompt_parts(
     now_ms: i64,
     key_limit: usize,
 ) -> PromptParts {
+    prompt_parts_with(mirror, focus, None, max_tokens, now_ms, key_limit)
+}
+
+/// [`prompt_parts`] whose focus is ranked with `meaning` too (§15.4).
+pub fn prompt_parts_with(
+    mirror: &Mirror,
+    focus: &str,
+    meaning: Option<&Meaning<'_>>,
+    max_tokens: i64,
+    now_ms: i64,
+    key_limit: usize,
+) -> PromptParts {
     PromptParts {
-        block: render(mirror, focus, max_tokens, now_ms),
+        block: render_with(mirror, focus, meaning, max_tokens, now_ms),
         newest_keys: newest_keys(mirror, key_limit),
         total: mirror.len(),
     }

@@ -16,9 +16,9 @@ use std::fmt::Write as _;
 use crate::store::mirror::Mirror;
 use crate::text::{MIN_DUPLICATE_BYTES, escape_line, normalize_value, query_terms, relative_age};
 use crate::views::graph::parents_first;
-use crate::views::recall;
 use crate::views::render_index::RenderIndex;
 use crate::views::selection::{Anchors, Selection, select};
+use crate::views::semantic::{self, Meaning};
 
 pub use crate::views::selection::BYTES_PER_TOKEN;
 
@@ -34,6 +34,17 @@ pub const MAX_FOCUS_MATCHES: usize = 5;
 /// Renders the `<memory>` block of `mirror` for `focus` within `max_tokens`,
 /// ages relative to `now_ms`. An empty store renders `""`.
 pub fn render(mirror: &Mirror, focus: &str, max_tokens: i64, now_ms: i64) -> String {
+    render_with(mirror, focus, None, max_tokens, now_ms)
+}
+
+/// [`render`] whose focus matches are ranked with `meaning` too (§15.4).
+pub fn render_with(
+    mirror: &Mirror,
+    focus: &str,
+    meaning: Option<&Meaning<'_>>,
+    max_tokens: i64,
+    now_ms: i64,
+) -> String {
     let terms = query_terms(focus);
     let index = if terms.is_empty() {
         crate::views::render_index(mirror)
@@ -45,7 +56,7 @@ pub fn render(mirror: &Mirror, focus: &str, max_tokens: i64, now_ms: i64) -> Str
     }
     let resume = index.resume_point();
     let error = index.newest_unresolved_error();
-    let matches = focus_matches(index, &terms);
+    let matches = focus_matches_with(index, &terms, meaning);
     let anchors = Anchors {
         resume,
         matches: &matches,
@@ -59,7 +70,16 @@ pub fn render(mirror: &Mirror, focus: &str, max_tokens: i64, now_ms: i64) -> Str
 /// §15.3: the focus matches, the first [`MAX_FOCUS_MATCHES`] entries of the
 /// ranked search for the focus's significant terms.
 pub fn focus_matches(index: &RenderIndex, terms: &[String]) -> Vec<u32> {
-    recall::ranked(index, terms, Some(MAX_FOCUS_MATCHES))
+    focus_matches_with(index, terms, None)
+}
+
+/// [`focus_matches`] ranked with `meaning` too (§15.4).
+pub fn focus_matches_with(
+    index: &RenderIndex,
+    terms: &[String],
+    meaning: Option<&Meaning<'_>>,
+) -> Vec<u32> {
+    semantic::ranked(index, terms, meaning, Some(MAX_FOCUS_MATCHES))
         .1
         .into_iter()
         .map(|(id, _)| id)

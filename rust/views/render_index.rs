@@ -498,6 +498,14 @@ impl RenderIndex {
         &self.node(id).entry
     }
 
+    /// The entry of `id`, `None` for a free id.
+    pub fn live_entry(&self, id: u32) -> Option<&Arc<Entry>> {
+        self.nodes
+            .get(id as usize)
+            .and_then(Option::as_ref)
+            .map(|node| &node.entry)
+    }
+
     fn node(&self, id: u32) -> &Node {
         self.nodes[id as usize].as_ref().expect("live id")
     }

@@ -196,16 +196,6 @@ fn server_text(config: &Config) -> String {
     format!("postgresql://{user}@{}/{database}", hosts.join(","))
 }
 
-/// §12: a project name is data, of any characters but U+0000, up to the key
-/// limit (§1.5).
-pub(crate) fn validate_project(project: &str) -> Result<()> {
-    crate::store::validate_key(project, "project")?;
-    if project.contains('\0') {
-        return Err(StoreError::invalid("project must not contain U+0000"));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,13 +268,5 @@ mod tests {
             assert!(!message.contains("ss@h"), "{message}");
             assert!(message.contains("PostgreSQL address"), "{message}");
         }
-    }
-
-    #[test]
-    fn project_names_are_checked() {
-        assert!(validate_project("acme; DROP TABLE x").is_ok());
-        assert!(validate_project("").is_err());
-        assert!(validate_project("a\0b").is_err());
-        assert!(validate_project(&"p".repeat(1025)).is_err());
     }
 }

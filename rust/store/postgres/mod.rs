@@ -9,6 +9,7 @@
 //! columns.rs          entries as rows and back, the §14 checksum
 //! text.rs             U+0000, which PostgreSQL text cannot hold
 //! tls.rs              rustls in libpq's sslmode meanings
+//! vectors.rs          the entries' vectors (§15.4), a table of their own
 //! errors.rs           failures sorted: reconnect, busy, refused
 //! ```
 //!
@@ -56,6 +57,7 @@ pub mod schema;
 mod statements;
 mod text;
 mod tls;
+mod vectors;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -64,8 +66,8 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+pub(crate) use address::Address;
 pub use address::is_database_url;
-pub(crate) use address::{Address, validate_project};
 pub use schema::SCHEMA_VERSION;
 
 use crate::entry::{Entry, Interner};
@@ -593,6 +595,10 @@ impl Medium for PostgresMedium {
         self.in_transaction = false;
         self.session_lock = SessionLock::Free;
         self.seen = None;
+    }
+
+    fn vector_source(&mut self) -> Option<&mut dyn crate::store::vectors::VectorSource> {
+        Some(self)
     }
 
     fn distrust(&mut self) {

@@ -29,12 +29,12 @@ use std::time::Duration;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableHandle};
 
 use crate::entry::{Accept, Entry, Interner};
-use crate::error::{AtStore, Result, StoreError};
+use crate::error::{Result, StoreError};
 use crate::quiet_panic::catch;
-use crate::store::MAX_KEY_BYTES;
 use crate::store::medium::Call;
 use crate::store::redb::acknowledged::{self, Mark};
 use crate::store::redb::change_ring::ChangeRing;
+use crate::store::redb::errors::AtStore;
 use crate::store::redb::format::{ENTRIES, Meta, TABLE_NAMES, read_meta};
 use crate::store::redb::journal::{Journal, Pending, Snapshot};
 use crate::store::redb::overlay::OverlayBackend;
@@ -63,8 +63,17 @@ impl Report {
     }
 }
 
-/// Inspects the store file at `path`, waiting up to `timeout` for a writer.
-pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
+/// The store's invariants of one entry, handed in by the layer above (a
+/// medium applies no rule of its own): the problems it breaks.
+pub(crate) type EntryRules = fn(&Entry) -> Vec<String>;
+
+/// Inspects the store file at `path`, waiting up to `timeout` for a writer,
+/// checking each entry read by `entry_problems`.
+pub(crate) fn inspect(
+    path: &Path,
+    timeout: Duration,
+    entry_problems: EntryRules,
+) -> Result<Report> {
     let metadata = std::fs::metadata(path).map_err(|e| StoreError::io(path, e))?;
     if !metadata.is_file() {
         return Err(StoreError::invalid(format!(
@@ -155,7 +164,7 @@ pub fn inspect(path: &Path, timeout: Duration) -> Result<Report> {
         mark: mark.as_ref(),
         crashed,
     };
-    let checked = catch(|| check_records(&db, path, &journal_state, &mut report));
+    let checked = catch(|| check_records(&db, path, &journal_state, entry_problems, &mut report));
     match checked {
         Ok(Ok(())) => {}
         Ok(Err(error @ (StoreError::NewerSchema { .. } | StoreError::Corrupt { .. })))
@@ -201,6 +210,7 @@ fn check_records(
     db: &Database,
     path: &Path,
     journal: &JournalState<'_>,
+    entry_problems: EntryRules,
     report: &mut Report,
 ) -> Result<()> {
     let rtx = db.begin_read().at(path)?;
@@ -252,7 +262,7 @@ fn check_records(
     }
     let mut referenced = BTreeSet::new();
     for entry in entries.values() {
-        check_entry(entry, report, &mut referenced);
+        check_entry(entry, entry_problems, report, &mut referenced);
     }
     report.entries = entries.len();
     let dangling = referenced
@@ -335,7 +345,12 @@ fn engine_failure(path: &Path) -> StoreError {
     StoreError::corrupt(path, "the database engine failed while reading the file")
 }
 
-fn check_entry(entry: &Entry, report: &mut Report, referenced: &mut BTreeSet<String>) {
+fn check_entry(
+    entry: &Entry,
+    entry_problems: EntryRules,
+    report: &mut Report,
+    referenced: &mut BTreeSet<String>,
+) {
     *report
         .by_type
         .entry(if entry.kind.is_empty() {
@@ -344,20 +359,10 @@ fn check_entry(entry: &Entry, report: &mut Report, referenced: &mut BTreeSet<Str
             entry.kind.to_string()
         })
         .or_default() += 1;
-    let key = &entry.key;
-    if key.len() > MAX_KEY_BYTES {
-        report.problem(format!("key {key:?} is longer than {MAX_KEY_BYTES} bytes"));
+    for problem in entry_problems(entry) {
+        report.problem(problem);
     }
-    if entry.created_at > entry.updated_at {
-        report.problem(format!("entry {key:?} was updated before it was created"));
-    }
-    let mut seen = BTreeSet::new();
     for reference in &entry.references {
-        if reference == key {
-            report.problem(format!("entry {key:?} references itself"));
-        } else if !seen.insert(reference.as_ref()) {
-            report.problem(format!("entry {key:?} references {reference:?} twice"));
-        }
         referenced.insert(reference.to_string());
     }
 }

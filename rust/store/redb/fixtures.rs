@@ -10,7 +10,8 @@ use std::path::Path;
 use redb::{Database, TableDefinition};
 
 use crate::entry::Entry;
-use crate::error::{AtStore, Result, StoreError};
+use crate::error::{Result, StoreError};
+use crate::store::redb::errors::AtStore;
 use crate::store::redb::format::{ENTRIES, META, SCHEMA_VERSION, initialise};
 
 /// The fixtures [`write_fixture`] knows.

@@ -13,8 +13,9 @@ use std::path::Path;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 
 use crate::entry::{Accept, DecodeError, Entry, Interner};
-use crate::error::{AtStore, Result, StoreError};
+use crate::error::{Result, StoreError};
 use crate::random::random_u64;
+use crate::store::redb::errors::AtStore;
 
 pub(crate) const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");

@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, DatabaseError};
 
-use crate::error::{AtStore, Result, StoreError};
+use crate::error::{Result, StoreError};
 use crate::random::random_u64;
 use crate::store::redb::change_ring::ChangeRing;
+use crate::store::redb::errors::AtStore;
 
 /// How long an unused lease is kept before the reaper closes it.
 pub const DEFAULT_LEASE_IDLE: Duration = Duration::from_millis(5);

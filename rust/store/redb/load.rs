@@ -7,8 +7,9 @@ use std::sync::Arc;
 use redb::ReadableTable;
 
 use crate::entry::{Accept, DecodeError, Entry, Interner};
-use crate::error::{AtStore, Result, StoreError};
+use crate::error::{Result, StoreError};
 use crate::parallel::PARALLEL_MIN_ENTRIES;
+use crate::store::redb::errors::AtStore;
 use crate::store::redb::format::damaged_entry;
 
 /// Raw records are handed between the loading threads in chunks this large.

@@ -44,6 +44,7 @@
 pub(crate) mod acknowledged;
 pub(crate) mod change_ring;
 pub mod doctor;
+pub(crate) mod errors;
 #[cfg(any(test, feature = "testing"))]
 pub mod fixtures;
 pub(crate) mod format;
@@ -62,11 +63,12 @@ use std::time::Instant;
 
 use redb::{Database, Durability, ReadOnlyDatabase, ReadableDatabase};
 
-use crate::error::{AtStore, Location, Result, StoreError};
+use crate::error::{Location, Result, StoreError};
 use crate::quiet_panic::catch;
 use crate::store::change_set::ChangeSet;
 use crate::store::medium::{Call, Medium};
 use crate::store::mirror::Mirror;
+use errors::AtStore;
 
 use acknowledged::Mark;
 use change_ring::{ChangeRing, Position};

@@ -34,8 +34,9 @@ use std::time::Instant;
 
 use redb::{Database, StorageBackend};
 
-use crate::error::{AtStore, Result, StoreError};
+use crate::error::{Result, StoreError};
 use crate::store::redb::change_ring::ChangeRing;
+use crate::store::redb::errors::AtStore;
 use crate::store::redb::lease;
 
 /// The unit the overlay keeps written bytes in.

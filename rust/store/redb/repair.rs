@@ -33,12 +33,12 @@ use std::time::Duration;
 use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 
 use crate::entry::{Accept, Entry, Interner};
-use crate::error::{AtStore, Result, StoreError};
+use crate::error::{Result, StoreError};
 use crate::quiet_panic::catch;
-use crate::store::Store;
 use crate::store::medium::Call;
 use crate::store::redb::acknowledged::{self, Mark};
 use crate::store::redb::change_ring::ChangeRing;
+use crate::store::redb::errors::AtStore;
 use crate::store::redb::format::{ENTRIES, Meta, read_meta};
 use crate::store::redb::journal::{Journal, Record, Snapshot};
 use crate::store::redb::overlay::{InMemory, OverlayBackend};
@@ -65,33 +65,19 @@ pub struct Salvage {
     pub notes: Vec<String>,
 }
 
-/// Salvages the store file at `source` into a new store at `target`
-/// (which must not exist yet or be empty), waiting up to `timeout` for a
-/// writer of `source`.
-pub fn salvage(source: &Path, target: &Path, timeout: Duration) -> Result<Salvage> {
-    let target_taken = std::fs::metadata(target).is_ok_and(|meta| meta.len() > 0);
-    if target_taken {
-        return Err(StoreError::invalid(format!(
-            "{} already exists: repair writes a new store and never overwrites one",
-            target.display()
-        )));
-    }
-    if std::fs::canonicalize(source).ok() == std::fs::canonicalize(target).ok() {
-        return Err(StoreError::invalid(
-            "the repaired store must be another file than the damaged one",
-        ));
-    }
+/// Reads every salvageable record of the store file at `source`, waiting
+/// up to `timeout` for a writer of it: the entries, sorted by key, and
+/// what was lost. Writing them into a new store is the layer above's
+/// (`store/maintenance.rs`): a medium builds no store.
+pub(crate) fn salvage(source: &Path, timeout: Duration) -> Result<(Vec<Entry>, Salvage)> {
     let mut salvage = Salvage::default();
     let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
     read_everything(source, timeout, &mut entries, &mut salvage)?;
     salvage.lost_keys.sort();
     salvage.lost_keys.dedup();
     salvage.lost_keys.retain(|key| !entries.contains_key(key));
-    let store = Store::open(target, timeout)?;
     salvage.saved = entries.len();
-    store.put_exact(entries.into_values().collect())?;
-    store.close();
-    Ok(salvage)
+    Ok((entries.into_values().collect(), salvage))
 }
 
 /// Reads every record of the file and then of the journal that passes its

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use redb::{Database, ReadableDatabase};
 
 use crate::entry::{Accept, Entry, Interner};
-use crate::error::{AtStore, Result, StoreError};
+use crate::error::{Result, StoreError};
 use crate::store::mirror::Mirror;
 use crate::store::redb::acknowledged::{self, Mark};
+use crate::store::redb::errors::AtStore;
 use crate::store::redb::format::{CLOCK, ENTRIES, JOURNAL_SEQ, META, Meta, read_meta};
 use crate::store::redb::journal::{Journal, Pending, Record};
 

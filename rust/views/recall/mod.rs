@@ -41,7 +41,7 @@ pub fn ranked(
 
 /// §15.2 ties: entries with a type (neither empty nor `note` nor `fact`)
 /// first, then the newest, then the smaller key.
-fn tie_break(index: &RenderIndex, a: u32, b: u32) -> Ordering {
+pub(crate) fn tie_break(index: &RenderIndex, a: u32, b: u32) -> Ordering {
     index
         .has_type_bonus(b)
         .cmp(&index.has_type_bonus(a))
