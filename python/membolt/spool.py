@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from .errors import MemboltError
+from .private_files import make_private_dirs
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -101,7 +102,7 @@ def append(path: Path, source: str, data: Mapping[str, Any], at_ms: int) -> Reco
         ensure_ascii=True,
         separators=(",", ":"),
     )
-    _make_private_dirs(path.parent)
+    make_private_dirs(path.parent)
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
     descriptor = os.open(path, flags, 0o600)
     try:
@@ -244,17 +245,3 @@ def _write_all(descriptor: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(descriptor, view) :]
-
-
-def _make_private_dirs(directory: Path) -> None:
-    """Creates ``directory`` and its missing parents with mode 0700."""
-    missing: list[Path] = []
-    current = directory
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for path in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o700)

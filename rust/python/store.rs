@@ -32,6 +32,9 @@ use crate::views::render::DEFAULT_MAX_TOKENS;
 use crate::views::semantic::{self, Meaning};
 use crate::views::{graph, prompt, render, search};
 
+/// An entry with its ranked-search score.
+type Scored = (Arc<Entry>, f64);
+
 #[pyclass(subclass, frozen, name = "Store", module = "membolt._core")]
 pub struct PyStore {
     inner: Store,
@@ -50,6 +53,22 @@ impl PyStore {
 
     /// Runs `read` on the mirror, with the meaning of `query` (§15.4) when
     /// a query vector is given, without the GIL.
+    /// The ranked search behind the three `search_words*` methods: how
+    /// many entries qualify, and the first `limit` with their scores.
+    fn ranked(
+        &self,
+        py: Python<'_>,
+        query: &Bound<'_, PyAny>,
+        limit: Option<usize>,
+        embedding: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(usize, Vec<Scored>)> {
+        let query = text_arg(query, "query")?;
+        let embedding = query_vector(embedding)?;
+        self.read_meaning(py, embedding, |m, meaning| {
+            semantic::ranked_search(m, &query, meaning, limit)
+        })
+    }
+
     fn read_meaning<T: Send>(
         &self,
         py: Python<'_>,
@@ -234,12 +253,8 @@ impl PyStore {
         limit: Option<&Bound<'_, PyAny>>,
         embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let query = text_arg(query, "query")?;
         let limit = optional_count_arg(limit)?;
-        let embedding = query_vector(embedding)?;
-        let (_, hits) = self.read_meaning(py, embedding, |m, meaning| {
-            semantic::ranked_search(m, &query, meaning, limit)
-        })?;
+        let (_, hits) = self.ranked(py, query, limit, embedding)?;
         entries_to_list(py, hits.into_iter().map(|(entry, _)| entry).collect())
     }
 
@@ -254,12 +269,8 @@ impl PyStore {
         limit: Option<&Bound<'_, PyAny>>,
         embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let query = text_arg(query, "query")?;
         let limit = optional_count_arg(limit)?;
-        let embedding = query_vector(embedding)?;
-        let (_, hits) = self.read_meaning(py, embedding, |m, meaning| {
-            semantic::ranked_search(m, &query, meaning, limit)
-        })?;
+        let (_, hits) = self.ranked(py, query, limit, embedding)?;
         PyList::new(
             py,
             hits.into_iter()
@@ -276,12 +287,8 @@ impl PyStore {
         limit: &Bound<'_, PyAny>,
         embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(usize, Bound<'py, PyList>)> {
-        let query = text_arg(query, "query")?;
         let limit = count_arg(limit, "limit")?;
-        let embedding = query_vector(embedding)?;
-        let (total, hits) = self.read_meaning(py, embedding, |m, meaning| {
-            semantic::ranked_search(m, &query, meaning, Some(limit))
-        })?;
+        let (total, hits) = self.ranked(py, query, Some(limit), embedding)?;
         let hits = hits.into_iter().map(|(entry, _)| entry).collect();
         Ok((total, entries_to_list(py, hits)?))
     }

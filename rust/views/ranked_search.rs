@@ -1,12 +1,13 @@
-//! The ranked word search of a mirror (§15.3): what `memory_search` falls
-//! back to, `search_words`, `membolt search` and the MCP tool answer with.
+//! The ranked word search of a mirror (§15.3) without an embedder: what
+//! `memory_search` falls back to, `search_words`, `membolt search` and the
+//! MCP tool answer with. With an embedder the same call fuses in the
+//! cosine ranking ([`crate::views::semantic::ranked_search`]).
 
 use std::sync::Arc;
 
 use crate::entry::Entry;
 use crate::store::mirror::Mirror;
-use crate::text::query_terms;
-use crate::views::recall;
+use crate::views::semantic;
 
 /// The entries qualifying for `query` (§15.2): how many, and the first
 /// `limit` (all when `None`) in rank order with their scores. A query
@@ -16,17 +17,7 @@ pub fn ranked_search(
     query: &str,
     limit: Option<usize>,
 ) -> (usize, Vec<(Arc<Entry>, f64)>) {
-    let terms = query_terms(query);
-    if terms.is_empty() {
-        return (0, Vec::new());
-    }
-    let index = crate::views::render_index_with_recall(mirror);
-    let (total, ranked) = recall::ranked(index, &terms, limit);
-    let hits = ranked
-        .into_iter()
-        .map(|(id, score)| (index.entry(id).clone(), score))
-        .collect();
-    (total, hits)
+    semantic::ranked_search(mirror, query, None, limit)
 }
 
 #[cfg(test)]

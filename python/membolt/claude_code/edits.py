@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from .._core import truncate
-from ..extract import trim
-from .tool_text import project_path
+from ..sanitize import trim
+from .tool_text import first_string, project_path
 
 FILE_KEY_PREFIX: Final = "file:"
 FILE_TYPE: Final = "file"
@@ -57,9 +57,9 @@ def file_change(
     """The change an edit tool made, or None when it made none that can be
     told (a failed edit, an unknown shape)."""
     response = response if isinstance(response, Mapping) else {}
-    if _string(response, "error"):
+    if first_string(response, "error"):
         return None
-    path = _string(response, "filePath", "notebook_path") or _string(
+    path = first_string(response, "filePath", "notebook_path") or first_string(
         inputs, "file_path", "notebook_path"
     )
     if not path:
@@ -96,7 +96,7 @@ def todos_value(todos: object) -> str | None:
     for item in todos:
         if not isinstance(item, Mapping):
             continue
-        content = _line(_string(item, "content", "activeForm") or "")
+        content = _line(first_string(item, "content", "activeForm") or "")
         if not content:
             continue
         status = item.get("status")
@@ -119,14 +119,6 @@ def todos_value(todos: object) -> str | None:
 
 
 # ----- helpers -------------------------------------------------------------
-
-
-def _string(mapping: Mapping[str, object], *names: str) -> str | None:
-    for name in names:
-        value = mapping.get(name)
-        if isinstance(value, str):
-            return value
-    return None
 
 
 def _line(text: str) -> str:
@@ -178,15 +170,15 @@ def _edit_change(inputs: Mapping[str, object], response: Mapping[str, object]) -
         edits = inputs.get("edits")
         first = edits[0] if isinstance(edits, list) and edits else inputs
         first = first if isinstance(first, Mapping) else {}
-        old = _string(response, "oldString") or _string(first, "old_string")
-        new = _string(response, "newString") or _string(first, "new_string")
+        old = first_string(response, "oldString") or first_string(first, "old_string")
+        new = first_string(response, "newString") or first_string(first, "new_string")
         sides = (_first_line(old), _first_line(new))
     return _change_line(*sides)
 
 
 def _write_change(inputs: Mapping[str, object], response: Mapping[str, object]) -> str:
     if response.get("type") != "update":
-        content = _string(response, "content") or _string(inputs, "content") or ""
+        content = first_string(response, "content") or first_string(inputs, "content") or ""
         count = len(content.splitlines())
         return f"created, {count} lines"
     sides = _patch_sides(response.get("structuredPatch"))
@@ -194,9 +186,9 @@ def _write_change(inputs: Mapping[str, object], response: Mapping[str, object]) 
 
 
 def _notebook_change(inputs: Mapping[str, object], response: Mapping[str, object]) -> str:
-    mode = _string(response, "edit_mode") or _string(inputs, "edit_mode")
-    cell = _string(response, "cell_id") or _string(inputs, "cell_id") or "?"
+    mode = first_string(response, "edit_mode") or first_string(inputs, "edit_mode")
+    cell = first_string(response, "cell_id") or first_string(inputs, "cell_id") or "?"
     if mode == "delete":
         return f"- cell {cell}"
-    source = _string(response, "new_source") or _string(inputs, "new_source")
+    source = first_string(response, "new_source") or first_string(inputs, "new_source")
     return _change_line(None, _first_line(source))

@@ -84,7 +84,7 @@ def _is_block(block: object) -> bool:
     )
 
 
-def _string(mapping: Mapping[str, object], *names: str) -> str | None:
+def first_string(mapping: Mapping[str, object], *names: str) -> str | None:
     """The first of ``names`` that holds a string."""
     for name in names:
         value = mapping.get(name)
@@ -107,7 +107,7 @@ def project_path(path: str, cwd: str) -> str:
 def _web_search(
     inputs: Mapping[str, object], response: Mapping[str, object], cwd: str
 ) -> str | None:
-    query = _string(response, "query") or _string(inputs, "query")
+    query = first_string(response, "query") or first_string(inputs, "query")
     results = response.get("results")
     if query is None or not isinstance(results, list):
         return None
@@ -118,7 +118,7 @@ def _web_search(
         elif isinstance(result, Mapping) and isinstance(result.get("content"), list):
             for link in result["content"]:
                 if isinstance(link, Mapping):
-                    title, url = _string(link, "title") or "", _string(link, "url") or ""
+                    title, url = first_string(link, "title") or "", first_string(link, "url") or ""
                     lines.append(f"- {title} {url}".rstrip())
     return "\n".join(lines)
 
@@ -126,10 +126,10 @@ def _web_search(
 def _web_fetch(
     inputs: Mapping[str, object], response: Mapping[str, object], cwd: str
 ) -> str | None:
-    result = _string(response, "result")
+    result = first_string(response, "result")
     if result is None:
         return None
-    url = _string(response, "url") or _string(inputs, "url")
+    url = first_string(response, "url") or first_string(inputs, "url")
     return f"{url}\n{result}" if url else result
 
 

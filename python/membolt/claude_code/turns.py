@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Final
 
+from ..private_files import make_private_dirs
+
 #: Longest prompt kept, in UTF-8 bytes (cut at a character boundary). The turn
 #: record keeps 200 characters; the rest is scanned for markers and KEY lines.
 MAX_PROMPT_BYTES: Final = 64 * 1024
@@ -62,7 +64,7 @@ class TurnPrompts:
         """Keep ``prompt`` as the current turn's of ``session_id`` (replacing
         a prompt whose turn never ended)."""
         name = session_file_name(session_id)
-        _make_private_dirs(self.directory)
+        make_private_dirs(self.directory)
         final = self.directory / name
         temporary = self.directory / f".{name}.{os.getpid()}{TEMPORARY_SUFFIX}"
         data = _cut(prompt, MAX_PROMPT_BYTES).encode("utf-8", "replace")
@@ -109,20 +111,3 @@ class TurnPrompts:
             except FileNotFoundError:
                 continue
         return removed
-
-
-def _make_private_dirs(directory: Path) -> None:
-    """Creates ``directory`` and its missing parents with mode 0700 (what the
-    store uses for its own directories, §1.1)."""
-    missing: list[Path] = []
-    current = directory
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for path in reversed(missing):
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
