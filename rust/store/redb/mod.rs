@@ -95,6 +95,13 @@ pub struct RedbMedium {
     ring: ChangeRing,
     /// The change ring's position at which the mirror was known to be fresh.
     seen: Option<Position>,
+    /// The number of the newest change the mirror holds (redb's
+    /// `journal_seq` when it was read, or the newest journal record or
+    /// write applied to it since). Numbers are never reused within a store
+    /// id, so a file whose `journal_seq` is still this one holds exactly
+    /// the mirror: catch-up then needs no ring (a store whose ring a reader
+    /// could not create is not loaded twice by its first writer).
+    mirror_seq: Option<u64>,
     /// Set once this process has checked the file is a membolt store of a
     /// schema it reads (or created it).
     verified: bool,
@@ -142,6 +149,7 @@ impl RedbMedium {
             lease: None,
             ring: ChangeRing::new(&path),
             seen: None,
+            mirror_seq: None,
             verified: false,
             yielded_at: None,
             journal: Journal::new(&path),
@@ -176,6 +184,7 @@ impl RedbMedium {
             self.damage = None;
             self.verified = false;
             self.seen = None;
+            self.mirror_seq = None;
             return None;
         }
         Some(StoreError::corrupt(
@@ -202,9 +211,10 @@ impl RedbMedium {
         let meta = self.catch_up(mirror, &handle)?;
         let mark = self.ring.mark();
         let records = replay::pending_records(&self.journal, &meta, mark.as_ref(), crashed)?;
-        if !records.is_empty() {
+        if let Some(last) = records.last().map(|record| record.seq) {
             let mirror = mirror.as_mut().expect("caught up");
             replay::replay_into_mirror(mirror, &records, self.journal.path())?;
+            self.mirror_seq = Some(last);
         }
         // A reader creates no file, a missing change ring included: without
         // one, each call reloads the store until a writer makes it.
@@ -340,7 +350,15 @@ impl RedbMedium {
             }
             _ => None,
         };
-        if let (Some(keys), Some(current)) = (changed, mirror.as_mut()) {
+        let unchanged = mirror
+            .as_ref()
+            .is_some_and(|current| current.store_id == meta.store_id)
+            && self.mirror_seq == Some(meta.journal_seq);
+        if changed.is_none() && unchanged {
+            // No ring to ask, but no change since the mirror was read.
+            let current = mirror.as_mut().expect("checked above");
+            current.apply_delta(Vec::<(String, _)>::new(), meta.clock);
+        } else if let (Some(keys), Some(current)) = (changed, mirror.as_mut()) {
             let mut delta = Vec::with_capacity(keys.len());
             for key in keys {
                 let entry = match entries.get(key.as_str()).at(path)? {
@@ -360,6 +378,7 @@ impl RedbMedium {
             Mirror::replace(mirror, all, meta.store_id.clone(), meta.clock);
         }
         self.seen = now;
+        self.mirror_seq = Some(meta.journal_seq);
         Ok(meta)
     }
 
@@ -484,6 +503,7 @@ impl Medium for RedbMedium {
             // creates no file.
             *mirror = Some(Mirror::default());
             self.seen = None;
+            self.mirror_seq = None;
             return Ok(());
         }
         let outcome = self.read_file(mirror, call);
@@ -512,6 +532,7 @@ impl Medium for RedbMedium {
         match self.record(changes, mirror, seq) {
             Ok(position) => {
                 self.seen = position;
+                self.mirror_seq = Some(seq);
                 self.journal_seq = seq;
                 self.end_write();
                 Ok(())
@@ -592,10 +613,12 @@ impl Medium for RedbMedium {
             std::mem::forget(lease);
         }
         self.seen = None;
+        self.mirror_seq = None;
     }
 
     fn distrust(&mut self) {
         self.seen = None;
+        self.mirror_seq = None;
         self.verified = false;
         self.mark_damaged(&StoreError::corrupt(
             &self.path,
