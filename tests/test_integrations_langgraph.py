@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import math
+import re
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     GetOp,
     InvalidNamespaceError,
@@ -26,7 +31,7 @@ from langgraph.store.base import (
 
 import membolt
 from membolt import MemoryStore
-from membolt.integrations.langgraph import AsyncMemboltStore, MemboltStore
+from membolt.integrations.langgraph import AsyncMemboltStore, IndexEmbedder, MemboltStore
 
 from support.adapter_processes import run_workers, worker_location
 
@@ -207,20 +212,158 @@ def test_without_a_query_items_come_newest_first_without_a_score(adapter: Membol
     assert [r.key for r in adapter.search(("n",), query="")] == ["x", "z", "y"]
 
 
-def test_an_index_config_is_accepted_with_a_warning_and_search_ranks_by_words(
-    tmp_path: Path,
+# ----- an index config: vector search --------------------------------------------------
+
+VOCABULARY = ("coffee", "tea", "espresso", "desk", "window", "chair", "dog", "cat")
+
+
+class WordEmbeddings(Embeddings):
+    """One axis per word of VOCABULARY and one for every other word;
+    counts the documents and queries it embeds."""
+
+    def __init__(self) -> None:
+        self.documents = 0
+        self.queries = 0
+
+    @staticmethod
+    def vector(text: str) -> list[float]:
+        out = [0.0] * (len(VOCABULARY) + 1)
+        for word in re.findall(r"[a-z]+", text.lower()):
+            out[VOCABULARY.index(word) if word in VOCABULARY else -1] += 1.0
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents += len(texts)
+        return [self.vector(text) for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries += 1
+        return self.vector(text)
+
+
+def cosine(a: str, b: str) -> float:
+    x, y = WordEmbeddings.vector(a), WordEmbeddings.vector(b)
+    dot = sum(p * q for p, q in zip(x, y, strict=True))
+    return dot / math.sqrt(sum(p * p for p in x) * sum(q * q for q in y))
+
+
+def index_of(embed: object, fields: list[str], **more: object) -> Any:
+    return {"dims": len(VOCABULARY) + 1, "embed": embed, "fields": fields, **more}
+
+
+def test_an_index_scores_each_item_by_its_best_field(store: MemoryStore) -> None:
+    embeddings = WordEmbeddings()
+    adapter = MemboltStore(store, index=index_of(embeddings, ["text", "tags[*]"]))
+    assert isinstance(store.embedder, IndexEmbedder)
+    assert adapter.embeddings is embeddings
+    adapter.put(("u",), "drink", {"text": "espresso every morning", "tags": ["coffee"]})
+    adapter.put(("u",), "seat", {"text": "window desk", "tags": ["chair", "desk"]})
+    adapter.put(("u",), "none", {"other": "coffee"})
+    # Each put embedded its fields' texts once; the item without one has no vector.
+    assert embeddings.documents == 2 + 3
+    results = adapter.search(("u",), query="espresso desk")
+    assert [r.key for r in results] == ["seat", "drink", "none"]
+    assert results[0].score == pytest.approx(cosine("espresso desk", "desk"), abs=1e-6)
+    assert results[1].score == pytest.approx(cosine("espresso desk", "espresso every morning"))
+    assert results[2].score is None
+    assert [r.key for r in adapter.search(("u",), query="espresso desk", offset=1, limit=1)] == [
+        "drink"
+    ]
+    filtered = adapter.search(("u",), query="coffee", filter={"tags": ["chair", "desk"]})
+    assert [(r.key, r.score) for r in filtered] == [("seat", 0.0)]
+    # Nothing was embedded again by the searches: only their two queries.
+    assert (embeddings.documents, embeddings.queries) == (5, 2)
+    # membolt's own recall finds the items by the same vectors.
+    assert store.search_words("which espresso")[0].key == "langgraph:u/drink"
+
+
+def test_a_puts_index_argument_is_kept_and_followed(store: MemoryStore) -> None:
+    adapter = MemboltStore(store, index=index_of(WordEmbeddings(), ["text"]))
+    adapter.put(("u",), "a", {"text": "coffee", "title": "dog"})
+    adapter.put(("u",), "b", {"text": "coffee", "title": "cat"}, index=False)
+    adapter.put(("u",), "c", {"text": "tea", "title": "coffee"}, index=["title"])
+    scores = {r.key: r.score for r in adapter.search(("u",), query="coffee")}
+    assert scores == {"a": pytest.approx(1.0), "c": pytest.approx(1.0), "b": None}
+    # The argument is an entry of the adapter's own, never an item.
+    own = store.get("langgraph:.index/u/c")
+    assert own is not None
+    assert json.loads(own.value) == ["title"]
+    assert adapter.list_namespaces() == [("u",)]
+    assert len(adapter.search(("u",))) == 3
+    # The same value with another argument is embedded again.
+    adapter.put(("u",), "c", {"text": "tea", "title": "coffee"})
+    adapter.put(("u",), "a", {"text": "coffee", "title": "dog"}, index=False)
+    scores = {r.key: r.score for r in adapter.search(("u",), query="coffee")}
+    assert scores == {"c": pytest.approx(0.0), "a": None, "b": None}
+    assert store.get("langgraph:.index/u/c") is None
+    # Another model embeds the items by the same arguments (the catch-up).
+    store.embedder = None
+    other = WordEmbeddings()
+    again = MemboltStore(store, index=index_of(other, ["text"], name="words-v2"))
+    scores = {r.key: r.score for r in again.search(("u",), query="tea")}
+    assert scores == {"c": pytest.approx(1.0), "a": None, "b": None}
+    assert other.documents == 1
+    again.delete(("u",), "b")
+    assert store.keys_under("langgraph:.index/") == ["langgraph:.index/u/a"]
+
+
+async def test_an_async_embedding_function_serves_the_async_store() -> None:
+    async def embed(texts: list[str]) -> list[list[float]]:
+        return [WordEmbeddings.vector(text) for text in texts]
+
+    index = index_of(embed, ["text"])
+    async with AsyncMemboltStore.from_conn_string(":memory:", index=index) as adapter:
+        await adapter.aput(("u",), "a", {"text": "coffee"})
+        await adapter.aput(("u",), "b", {"text": "desk"})
+        results = await adapter.asearch(("u",), query="coffee")
+        assert [(r.key, r.score) for r in results] == [
+            ("a", pytest.approx(1.0)),
+            ("b", pytest.approx(0.0)),
+        ]
+
+
+def test_a_query_that_cannot_be_embedded_is_ranked_by_words(
+    store: MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    index = {"dims": 3, "embed": lambda texts: [[0.0, 0.0, 1.0] for _ in texts]}
-    context = MemboltStore.from_conn_string(str(tmp_path / "m.redb"), index=index)  # type: ignore[arg-type]
-    with pytest.warns(UserWarning, match="ranks by words"):
-        adapter = context.__enter__()
-    try:
-        assert adapter.index_config == index
-        adapter.put(("n",), "a", {"text": "red apple"}, index=["text"])
-        adapter.put(("n",), "b", {"text": "blue car"}, index=False)
-        assert [r.key for r in adapter.search(("n",), query="car")] == ["b", "a"]
-    finally:
-        context.__exit__(None, None, None)
+    class NoQueries(WordEmbeddings):
+        def embed_query(self, text: str) -> list[float]:
+            raise RuntimeError("the query model is down")
+
+    adapter = MemboltStore(store, index=index_of(NoQueries(), ["text"]))
+    adapter.put(("u",), "a", {"text": "fresh coffee beans"})
+    adapter.put(("u",), "b", {"text": "desk"})
+    with caplog.at_level(logging.WARNING, logger="membolt.integrations.langgraph"):
+        results = adapter.search(("u",), query="coffee")
+    assert [r.key for r in results] == ["a", "b"]
+    assert results[0].score is not None
+    assert results[0].score > 0
+    assert results[1].score == 0.0
+    assert "the query model is down" in caplog.text
+
+
+def test_an_index_config_is_checked_and_shared(store: MemoryStore) -> None:
+    embeddings = WordEmbeddings()
+    with pytest.raises(ValueError, match="cosine"):
+        MemboltStore(store, index=index_of(embeddings, ["text"], distance_type="l2"))
+    with pytest.raises(ValueError, match="dims"):
+        MemboltStore(store, index={"dims": 0, "embed": embeddings})
+    assert store.embedder is None
+    first = MemboltStore(store, index=index_of(embeddings, ["text"]))
+    second = MemboltStore(store, index=index_of(embeddings, ["text"]))
+    assert second.embeddings is first.embeddings
+    # Another rule is another model: it needs a store of its own.
+    with pytest.raises(ValueError, match="embeds with"):
+        MemboltStore(store, index=index_of(embeddings, ["title"]))
+    names = {
+        IndexEmbedder(index_of(embeddings, fields), prefix).name
+        for fields, prefix in ((["text"], "a:"), (["title"], "a:"), (["text"], "b:"))
+    }
+    assert len(names) == 3
+    # A model's default name is the same in every process: no object's address.
+    assert IndexEmbedder(index_of(embeddings, ["text"])).name == (
+        f'langgraph {__name__}.WordEmbeddings fields=["text"] prefix=langgraph:'
+    )
+    assert "v2" in IndexEmbedder(index_of(embeddings, ["text"], name="v2")).name
 
 
 @pytest.mark.parametrize(

@@ -285,3 +285,123 @@ def test_the_prompt_hook_finds_by_meaning_with_the_setting(tmp_path: Path) -> No
     assert prompt_hook() == ""
     # With an embedder, the lunch note is found by its meaning.
     assert "note:lunch" in prompt_hook(MEMBOLT_EMBEDDER="support.embedders:topics")
+
+
+# ----- an embedder's choice of texts, meaning alone (§15.4, §10) -------------------
+
+
+class ChoosingEmbedder(TopicEmbedder):
+    """Embeds each ``|``-separated part of a ``parts:`` entry's value, nothing
+    of a ``skip:`` entry, and the default text of the others; queries go
+    through ``embed_query`` (counted)."""
+
+    def __init__(self, name: str = "choosing") -> None:
+        super().__init__(name)
+        self.queries = 0
+        #: Read by entry_texts: a rule that depends on more than the entry.
+        self.parts_only = False
+
+    def entry_texts(self, key: str, value: str) -> list[str]:
+        if key.startswith("skip:"):
+            return []
+        if key.startswith("parts:"):
+            parts = value.split("|")
+            return parts[:1] if self.parts_only else parts
+        return [f"{key}\n{value}"]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries += 1
+        return self.vector(text)
+
+
+def test_an_entry_has_the_vectors_of_the_texts_its_embedder_chooses(
+    where: dict[str, object],
+) -> None:
+    embedder = ChoosingEmbedder()
+    with opened(where, embedder=embedder) as store:
+        with store.batch() as b:
+            b.save("parts:plans", "the release goes to production|pizza on friday")
+            b.save("skip:lunch", "pizza on friday")
+            b.save("note:ci", "linker fails on libssl")
+        # One call for the batch: two parts, nothing of the skipped entry, one default.
+        assert (embedder.calls, embedder.texts) == (1, 3)
+        status = store.vector_status()
+        assert (status["with_vector"], status["without_vector"]) == (3, 0)
+        # An entry's cosine is the best of its vectors; an entry embedded as
+        # nothing is left out of recall by meaning (and is not caught up).
+        found = store.search_vectors_scored("pizza on friday")
+        assert [e.key for e, _ in found] == ["parts:plans", "note:ci"]
+        assert found[0][1] == pytest.approx(1.0, abs=1e-6)
+        assert (embedder.calls, embedder.queries) == (1, 1)
+        # The fused ranking uses the best of a set too.
+        assert keys(store.search_words("pizza for dinner"))[:2] == ["parts:plans", "skip:lunch"]
+        # An entry of several vectors, or none, is exported without them.
+        exported = store.vectors_of(store.entries())  # note:ci, parts:plans, skip:lunch
+        assert [v is not None for v in exported] == [True, False, False]
+    # A new handle reads the sets back: nothing is embedded again.
+    again = ChoosingEmbedder()
+    with opened(where, embedder=again) as store:
+        assert store.vector_status()["without_vector"] == 0
+        assert [e.key for e, _ in store.search_vectors_scored("pizza")][:1] == ["parts:plans"]
+        assert (again.texts, again.queries) == (0, 1)
+
+
+def test_meaning_alone_ranks_the_chosen_keys_by_cosine(store: membolt.MemoryStore) -> None:
+    fill(store)
+    store.save("note:deploy", "ship the release to production")
+    found = store.search_vectors_scored("what broke")
+    assert found[0][0].key == "error:ci"
+    assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+    # Every entry with a vector is given, whatever its cosine.
+    assert len(found) == 4
+    chosen = store.search_vectors_scored("what broke", keys=["note:lunch", "nothing", "error:ci"])
+    assert [e.key for e, _ in chosen] == ["error:ci", "note:lunch"]
+    assert len(store.search_vectors_scored("what broke", limit=1)) == 1
+    assert store.search_vectors_scored("  ") == []
+
+
+def test_meaning_alone_needs_an_embedder_and_an_embedded_query(where: dict[str, object]) -> None:
+    with opened(where) as plain:
+        with pytest.raises(ValueError, match="no embedder"):
+            plain.search_vectors_scored("x")
+        with pytest.raises(ValueError, match="no embedder"):
+            plain.embed_entries(["x"])
+    failing = FailingEmbedder("raise")
+    failing.failing = False
+    with opened(where, embedder=failing) as store:
+        fill(store)
+        failing.failing = True
+        with pytest.raises(membolt.embedding.EmbedderError, match="the model server is down"):
+            store.search_vectors_scored("what broke")
+
+
+def test_embed_entries_embeds_again_after_the_rule_changed(store: membolt.MemoryStore) -> None:
+    embedder = ChoosingEmbedder()
+    store.embedder = embedder
+    store.save("parts:plans", "the release goes to production|pizza on friday")
+    assert store.search_vectors_scored("pizza on friday")[0][1] == pytest.approx(1.0, abs=1e-6)
+    embedder.parts_only = True
+    # The stored set is the entry text's: the rule's change is not seen...
+    assert store.search_vectors_scored("pizza on friday")[0][1] == pytest.approx(1.0, abs=1e-6)
+    # ...until the entry is embedded again.
+    assert store.embed_entries(["parts:plans", "parts:plans", "missing"]) == 1
+    assert store.search_vectors_scored("pizza on friday")[0][1] < 0.5
+
+
+def test_an_embedder_can_be_given_to_an_open_store(where: dict[str, object]) -> None:
+    with opened(where, embed_timeout=5.0) as store:
+        assert store.embedder is None
+        store.save("error:ci", "linker fails on libssl")
+        embedder = TopicEmbedder()
+        store.embedder = embedder
+        assert store.embedder is embedder
+        assert store.embedding is not None
+        assert store.embedding.timeout == 5.0
+        store.save("note:lunch", "pizza on friday")
+        assert embedder.texts == 1
+        # The entry saved before is caught up by the next search.
+        assert keys(store.search_words("what broke"))[0] == "error:ci"
+        assert store.vector_status()["without_vector"] == 0
+        store.embedder = None
+        store.save("note:deploy", "ship it")
+        assert embedder.texts == 3  # the save, the catch-up and the query

@@ -139,7 +139,12 @@ class Store:
     ) -> list[Any]: ...
     def import_entries(self, entries: Iterable[Entry]) -> int: ...
     def _vectors_put(
-        self, model: str, dims: int, items: list[tuple[str, str]], vectors: bytes
+        self,
+        model: str,
+        dims: int,
+        items: list[tuple[str, str]],
+        vectors: bytes,
+        counts: list[int] | None = None,
     ) -> int: ...
     def _vectors_missing(self, model: str, dims: int, limit: int) -> list[tuple[str, str]]: ...
     def _vectors_status(self, model: str, dims: int) -> tuple[int, int, int]: ...
@@ -149,6 +154,9 @@ class Store:
     def _vectors_get(
         self, model: str, dims: int, items: list[tuple[str, str]]
     ) -> list[bytes | None]: ...
+    def _vectors_ranked(
+        self, embedding: tuple[str, bytes], keys: list[str], limit: int | None = None
+    ) -> list[tuple[Entry, float]]: ...
     def query(
         self,
         source: str,

@@ -2,8 +2,21 @@
 
 An embedder is any object with ``name`` (a string naming the model: it tags
 the stored vectors), ``dims`` (an int) and ``embed(texts)`` returning one
-vector per text (lists of floats, arrays, a 2-D numpy array). membolt calls
-it from :class:`Embedding`, which
+vector per text (lists of floats, arrays, a 2-D numpy array). Two methods
+are optional:
+
+* ``entry_texts(key, value)``: the texts of an entry that are embedded
+  (default: ``[key + "\n" + value]``). Several give the entry a set of
+  vectors, and its cosine with a query is the best of theirs; none leaves
+  it out of recall by meaning (it is done, not missing). It is called in
+  the saving thread, and its answer is stored under the entry's text, so it
+  should depend on the key and the value alone (the name tags the rule
+  too); when it depends on more, ``store.embed_entries(keys)`` embeds those
+  entries again after that changed.
+* ``embed_query(text)``: the vector of a query, for models that embed
+  queries and documents differently (default: ``embed([text])[0]``).
+
+membolt calls it from :class:`Embedding`, which
 
 * runs each call in a worker thread with a time limit, so an embedder that
   hangs costs one timeout, after which calls are refused at once until the
@@ -27,6 +40,9 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 #: Seconds one call of the embedder may take before membolt gives up on it.
 DEFAULT_EMBED_TIMEOUT: Final = 10.0
+#: The most texts of one entry that are embedded (its set of vectors): the
+#: first ones of a longer list (the core's MAX_SET).
+MAX_TEXTS: Final = 1024
 
 
 @runtime_checkable
@@ -98,6 +114,8 @@ def vectors_bytes(result: object, count: int, dims: int) -> bytes:
 @dataclass
 class _Call:
     texts: list[str]
+    #: ``embed_query(texts[0])`` rather than ``embed(texts)``.
+    query: bool = False
     done: threading.Event = field(default_factory=threading.Event)
     result: object = None
     error: BaseException | None = None
@@ -132,20 +150,25 @@ class Embedding:
                     self._wake.wait()
                 job = self._pending
             try:
-                job.result = self.embedder.embed(job.texts)
+                job.result = self._run(job)
             except BaseException as error:  # reported to the caller, never raised here
                 job.error = error
             with self._lock:
                 job.done.set()
                 self._pending = None
 
-    def _call(self, texts: list[str]) -> object:
+    def _run(self, job: _Call) -> object:
+        if job.query:
+            return [self.embedder.embed_query(job.texts[0])]  # type: ignore[attr-defined]
+        return self.embedder.embed(job.texts)
+
+    def _call(self, texts: list[str], query: bool = False) -> object:
         if self.timeout is None:
-            return self.embedder.embed(texts)
+            return self._run(_Call(texts, query))
         with self._lock:
             if self._pending is not None:
                 raise EmbedderError("the embedder has not returned from a call that timed out")
-            job = self._pending = _Call(texts)
+            job = self._pending = _Call(texts, query)
             if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(
                     target=self._serve, name="membolt-embedder", daemon=True
@@ -158,24 +181,40 @@ class Embedding:
             raise job.error
         return job.result
 
-    def embed(self, texts: list[str]) -> bytes | None:
-        """float32 bytes of the vectors of ``texts``, row after row; ``None``
-        when the embedder failed (counted, never raised)."""
+    def embed(self, texts: list[str], *, query: bool = False) -> bytes | None:
+        """float32 bytes of the vectors of ``texts``, row after row (with
+        ``query``, the one text through ``embed_query`` when the embedder
+        has it); ``None`` when the embedder failed (counted, never raised)."""
         if not texts:
             return b""
+        query = query and callable(getattr(self.embedder, "embed_query", None))
         try:
-            return vectors_bytes(self._call(texts), len(texts), self.dims)
+            return vectors_bytes(self._call(texts, query), len(texts), self.dims)
         except Exception as error:
             self.failures += 1
             self.last_error = f"{type(error).__name__}: {error}"
             return None
+
+    def texts(self, key: str, value: str) -> list[str]:
+        """The texts of the entry ``key``, ``value`` that are embedded: the
+        embedder's ``entry_texts`` when it has one (its first
+        :data:`MAX_TEXTS`), else ``[key + "\n" + value]``. Raises what
+        ``entry_texts`` raises, and ``EmbedderError`` when it answers
+        something other than strings."""
+        entry_texts = getattr(self.embedder, "entry_texts", None)
+        if entry_texts is None:
+            return [pair_text(key, value)]
+        texts = entry_texts(key, value)
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise EmbedderError("entry_texts must return a list of strings")
+        return list(texts)[:MAX_TEXTS]
 
     def embed_query(self, query: str) -> tuple[str, bytes] | None:
         """``(model name, vector)`` of a query for the core's searches, or
         ``None`` (words alone)."""
         vector = self._queries.get(query)
         if vector is None:
-            vector = self.embed([query])
+            vector = self.embed([query], query=True)
             if vector is None:
                 return None
             if len(self._queries) >= 16:
@@ -195,6 +234,7 @@ Factory = Callable[[str], Embedder]
 
 __all__: Sequence[str] = [
     "DEFAULT_EMBED_TIMEOUT",
+    "MAX_TEXTS",
     "Embedder",
     "EmbedderError",
     "Embedding",

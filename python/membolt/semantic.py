@@ -4,11 +4,12 @@ store without an embedder.
 
 * **Writes**: after each transaction that saved entries (``save``,
   ``save_many``, a ``batch()`` block), one ``embed`` call for the saved
-  entries' ``key + "\\n" + value``, and their vectors handed to the core,
-  which keeps them beside the entries (a companion file, or a table on
-  PostgreSQL). The entries are committed first: an embedder that fails, or
-  a vector that cannot be stored, loses nothing, and the entry is embedded
-  at a later chance.
+  entries' texts (``key + "\\n" + value``, or what the embedder's
+  ``entry_texts`` gives: a set of vectors per entry, maybe none), and the
+  sets handed to the core, which keeps them beside the entries (a companion
+  file, or a table on PostgreSQL). The entries are committed first: an
+  embedder that fails, or a vector that cannot be stored, loses nothing,
+  and the entry is embedded at a later chance.
 * **Searches** (``search_words``, ``search_words_scored``,
   ``search_words_ranked`` behind the ``memory_search`` tool, ``render``
   and ``prompt_parts`` for the focus): the query's vector is passed to the
@@ -16,6 +17,8 @@ store without an embedder.
   bounded catch-up embeds up to :data:`CATCH_UP` entries that have no
   vector (a new model, a failed save, another process's writes); a query
   the embedder cannot embed is ranked by words alone.
+  :meth:`SemanticStore.search_vectors_scored` ranks by meaning alone: the
+  cosine of each entry (the best of its set) with the query.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from . import _core
 from ._core import Entry
-from .embedding import DEFAULT_EMBED_TIMEOUT, Embedder, Embedding, pair_text
+from .embedding import DEFAULT_EMBED_TIMEOUT, Embedder, EmbedderError, Embedding
 from .errors import MemboltError
 
 if TYPE_CHECKING:
@@ -46,6 +49,7 @@ class SemanticStore(_core.Store):
     """The embedder's part of a store (see the module's notes)."""
 
     _embedding: Embedding | None = None
+    _embed_timeout: float | None = DEFAULT_EMBED_TIMEOUT
     _failed: set[Pair]
 
     def __new__(
@@ -65,12 +69,20 @@ class SemanticStore(_core.Store):
         **kwargs: Any,
     ) -> None:
         self._embedding = None if embedder is None else Embedding(embedder, embed_timeout)
+        self._embed_timeout = embed_timeout
         self._failed = set()
 
     @property
     def embedder(self) -> Embedder | None:
-        """The embedder this store was given, if any."""
+        """The embedder this store was given, if any. Setting it (to an
+        embedder, or ``None``) changes how the store embeds from the next
+        call on, with the store's ``embed_timeout``."""
         return None if self._embedding is None else self._embedding.embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder | None) -> None:
+        self._embedding = None if embedder is None else Embedding(embedder, self._embed_timeout)
+        self._failed = set()
 
     @property
     def embedding(self) -> Embedding | None:
@@ -79,29 +91,45 @@ class SemanticStore(_core.Store):
 
     # ----- storing vectors ----------------------------------------------------
 
+    def _fail(self, pairs: Iterable[Pair]) -> None:
+        """Remembers ``pairs`` as not embeddable by this process's catch-up."""
+        if len(self._failed) < FAILED_LIMIT:
+            self._failed.update(pairs)
+
     def _embed_pairs(self, pairs: Sequence[Pair]) -> int:
-        """Embeds ``pairs`` in one call and stores their vectors; returns
-        how many were stored. Never raises for the embedder or the vectors'
-        storage."""
+        """Embeds the texts of ``pairs`` in one call and stores their sets
+        of vectors; returns how many sets were stored. Never raises for the
+        embedder or the vectors' storage."""
         embedding = self._embedding
         if embedding is None or not pairs:
             return 0
-        vectors = embedding.embed([pair_text(k, v) for k, v in pairs])
+        chosen: list[Pair] = []
+        texts: list[list[str]] = []
+        for pair in pairs:
+            try:
+                texts.append(embedding.texts(*pair))
+            except Exception as error:  # the embedder's own code: counted, never raised
+                embedding.failures += 1
+                embedding.last_error = f"entry_texts: {type(error).__name__}: {error}"
+                self._fail([pair])
+                continue
+            chosen.append(pair)
+        vectors = embedding.embed([text for each in texts for text in each])
         if vectors is None:
-            if len(self._failed) < FAILED_LIMIT:
-                self._failed.update(pairs)
+            self._fail(chosen)
             return 0
         try:
-            stored = self._vectors_put(embedding.name, embedding.dims, list(pairs), vectors)
+            stored = self._vectors_put(
+                embedding.name, embedding.dims, chosen, vectors, [len(each) for each in texts]
+            )
         except (MemboltError, OSError, ValueError) as error:
             embedding.failures += 1
             embedding.last_error = f"storing vectors: {error}"
             return 0
-        if stored < len(pairs):
+        if stored < len(chosen):
             # Some vectors held a NaN or an infinity, or were all zeros.
-            embedding.last_error = f"{len(pairs) - stored} vectors were not finite or all zeros"
-            if len(self._failed) < FAILED_LIMIT:
-                self._failed.update(pairs)
+            embedding.last_error = f"{len(chosen) - stored} vectors were not finite or all zeros"
+            self._fail(chosen)
         return stored
 
     def _embed_entries(self, entries: Iterable[object]) -> None:
@@ -160,6 +188,17 @@ class SemanticStore(_core.Store):
             if done < len(missing):
                 self._failed.update(missing)
 
+    def embed_entries(self, keys: Iterable[str]) -> int:
+        """Embeds the entries of ``keys`` now, whether or not they have
+        vectors, replacing them; returns how many sets were stored (a key
+        with no entry is skipped). For an embedder whose ``entry_texts``
+        depend on more than an entry's key and value: call it when that
+        changed."""
+        if self._embedding is None:
+            raise ValueError("this store has no embedder")
+        entries = [self.get(key) for key in dict.fromkeys(keys)]
+        return self._embed_pairs([(e.key, e.value) for e in entries if e is not None])
+
     def vector_status(self) -> dict[str, Any]:
         """For doctor: the model, how many entries have a vector of it and
         how many lack one, and how many stored vectors could not be read."""
@@ -180,12 +219,15 @@ class SemanticStore(_core.Store):
 
     def vectors_of(self, entries: Sequence[Entry]) -> list[bytes | None]:
         """The stored vector (float32 bytes, normalised) of each entry's
-        current text, or ``None``."""
+        current text, or ``None`` (also for an entry whose set is not one
+        vector: several texts, or none)."""
         embedding = self._embedding
         if embedding is None:
             return [None] * len(entries)
         pairs = [(e.key, e.value) for e in entries]
-        return self._vectors_get(embedding.name, embedding.dims, pairs)
+        one = 4 * embedding.dims
+        sets = self._vectors_get(embedding.name, embedding.dims, pairs)
+        return [vector if vector is not None and len(vector) == one else None for vector in sets]
 
     # ----- writes: entries first, then their vectors -------------------------
 
@@ -220,6 +262,31 @@ class SemanticStore(_core.Store):
             return None
         self._catch_up()
         return self._embedding.embed_query(query)
+
+    def search_vectors_scored(
+        self, query: str, limit: int | None = None, *, keys: Iterable[str] | None = None
+    ) -> list[tuple[Entry, float]]:
+        """Recall by meaning alone (§15.4): the entries (of ``keys``, when
+        given) that have a vector, as ``(entry, cosine)`` pairs, by the
+        cosine of the query's vector with the best of each entry's vectors,
+        any sign, highest first (equal cosines in §15.2's order); the first
+        ``limit``. ``[]`` for an empty query. Raises ``ValueError`` without
+        an embedder and :class:`~membolt.embedding.EmbedderError` when the
+        query cannot be embedded (there is no word ranking to fall back to
+        here)."""
+        embedding = self._embedding
+        if embedding is None:
+            raise ValueError("this store has no embedder")
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a string, not {type(query).__name__}")
+        if not query.strip():
+            return []
+        self._catch_up()
+        vector = embedding.embed_query(query)
+        if vector is None:
+            raise EmbedderError(f"the query could not be embedded: {embedding.last_error}")
+        chosen = self.keys() if keys is None else list(keys)
+        return self._vectors_ranked(vector, chosen, limit)
 
     def search_words(
         self, query: str, limit: int | None = None, *, embedding: Any = None

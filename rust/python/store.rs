@@ -25,7 +25,7 @@ use crate::store::maintenance::is_database_url;
 use crate::store::mirror::Mirror;
 use crate::store::vectors::hash::text_hash;
 use crate::store::vectors::space::normalise;
-use crate::store::vectors::{Row, Space};
+use crate::store::vectors::{MAX_SET, Row, Space};
 use crate::store::{BatchOp, BatchOutcome, SaveRequest, Store};
 use crate::views::query::{DEFAULT_QUERY_LIMIT, QueryInput, evaluate};
 use crate::views::render::DEFAULT_MAX_TOKENS;
@@ -544,10 +544,13 @@ impl PyStore {
 
     // ----- vectors (§15.4) ------------------------------------------------
 
-    /// Stores the vectors of `items`, the `(key, value)` pairs whose
-    /// `key + "\n" + value` was embedded, from `vectors` (float32 bytes,
-    /// `dims` per item, in order). A vector holding a NaN or an infinity,
-    /// or all zeros, is left out. Returns how many were stored.
+    /// Stores the vectors of `items`, the `(key, value)` pairs whose texts
+    /// were embedded, from `vectors` (float32 bytes, `dims` per vector, in
+    /// order): `counts[i]` vectors for item `i` (its set, §15.4; one each
+    /// when `counts` is `None`, none for an entry the embedder embeds
+    /// nothing of). A set holding a vector with a NaN or an infinity, or
+    /// all zeros, is left out. Returns how many sets were stored.
+    #[pyo3(signature = (model, dims, items, vectors, counts = None))]
     fn _vectors_put(
         &self,
         py: Python<'_>,
@@ -555,30 +558,46 @@ impl PyStore {
         dims: usize,
         items: Vec<(String, String)>,
         vectors: &Bound<'_, PyBytes>,
+        counts: Option<Vec<usize>>,
     ) -> PyResult<usize> {
         let model = model_arg(model, dims)?;
         let floats = floats(vectors.as_bytes())?;
-        if floats.len() != items.len() * dims {
+        let counts = counts.unwrap_or_else(|| vec![1; items.len()]);
+        if counts.len() != items.len() {
             return Err(PyValueError::new_err(format!(
-                "{} vectors of {dims} dimensions hold {} floats, not {}",
-                items.len(),
-                items.len() * dims,
+                "{} counts for {} items",
+                counts.len(),
+                items.len()
+            )));
+        }
+        if let Some(&count) = counts.iter().find(|&&c| c > MAX_SET as usize) {
+            return Err(PyValueError::new_err(format!(
+                "a set of {count} vectors: at most {MAX_SET} per entry"
+            )));
+        }
+        let total: usize = counts.iter().sum();
+        if floats.len() != total * dims {
+            return Err(PyValueError::new_err(format!(
+                "{total} vectors of {dims} dimensions hold {} floats, not {}",
+                total * dims,
                 floats.len()
             )));
         }
         let mut buffer = Vec::new();
-        let rows: Vec<Row> = items
-            .into_iter()
-            .zip(floats.chunks_exact(dims))
-            .filter_map(|((key, value), vector)| {
-                let mut vector = vector.to_vec();
-                normalise(&mut vector).then(|| Row {
+        let mut rest = &floats[..];
+        let mut rows = Vec::with_capacity(items.len());
+        for ((key, value), count) in items.into_iter().zip(counts) {
+            let (set, after) = rest.split_at(count * dims);
+            rest = after;
+            let mut vectors = set.to_vec();
+            if vectors.chunks_exact_mut(dims).all(normalise) {
+                rows.push(Row {
                     text_hash: text_hash(&key, &value, &mut buffer),
                     key,
-                    vector,
-                })
-            })
-            .collect();
+                    vectors,
+                });
+            }
+        }
         let stored = rows.len();
         self.run(py, |s| s.put_vectors(model, &rows))?;
         Ok(stored)
@@ -639,7 +658,8 @@ impl PyStore {
         })
     }
 
-    /// The stored vector (float32 bytes) of each `(key, value)`, or `None`.
+    /// The stored set of vectors (float32 bytes, `dims` per vector, one
+    /// after the other) of each `(key, value)`, or `None`.
     fn _vectors_get<'py>(
         &self,
         py: Python<'py>,
@@ -662,6 +682,38 @@ impl PyStore {
             .into_iter()
             .map(|v| v.map(|v| to_bytes(py, &v)))
             .collect())
+    }
+
+    /// The entries of `keys` that have a vector of the query's model, by the
+    /// cosine of `embedding` (`(model name, the query's vector as float32
+    /// bytes)`) with the best of each one's vectors, any sign, in rank order
+    /// (highest first, §15.2's ties): the first `limit`, as `(entry,
+    /// cosine)` pairs. An unusable query vector (all zeros, a NaN) finds
+    /// nothing.
+    #[pyo3(signature = (embedding, keys, limit = None))]
+    fn _vectors_ranked<'py>(
+        &self,
+        py: Python<'py>,
+        embedding: &Bound<'_, PyAny>,
+        keys: Vec<String>,
+        limit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let limit = optional_count_arg(limit)?;
+        let Some(query) = query_vector(Some(embedding))? else {
+            return Err(PyValueError::new_err(
+                "embedding must be (model name, float32 bytes)",
+            ));
+        };
+        let hits = self.read_meaning(py, Some(query), move |m, meaning| {
+            meaning.map_or_else(Vec::new, |meaning| {
+                semantic::by_cosine(m, meaning, &keys, limit)
+            })
+        })?;
+        PyList::new(
+            py,
+            hits.into_iter()
+                .map(|(entry, score)| (PyEntry::wrap(entry), score)),
+        )
     }
 
     /// Writes entries exactly as given (import: stamps and references

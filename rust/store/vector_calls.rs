@@ -4,7 +4,7 @@
 //! failure of those loses no entry.
 
 use super::vectors::file::COMPACT_SLACK;
-use super::vectors::{self, Model, Row, Space, Vectors, hash::text_hash};
+use super::vectors::{Model, Row, Space, Vectors, hash::text_hash};
 use super::{State, Store};
 use crate::error::Result;
 use crate::store::mirror::Mirror;
@@ -89,13 +89,16 @@ pub(crate) fn live_hashes(mirror: &Mirror) -> Vec<u64> {
         .collect()
 }
 
-/// How many entries of `mirror` have a vector in `space`.
+/// How many entries of `mirror` have their set of vectors in `space`
+/// (an empty set counts: the embedder embeds nothing of that entry).
 pub fn with_vector(mirror: &Mirror, space: &Space) -> usize {
     let mut buffer = Vec::new();
     mirror
         .iter()
         .filter(|entry| {
-            space.row_of(text_hash(&entry.key, &entry.value, &mut buffer)) != vectors::space::NO_ROW
+            !space
+                .set_of(text_hash(&entry.key, &entry.value, &mut buffer))
+                .is_missing()
         })
         .count()
 }

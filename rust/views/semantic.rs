@@ -4,14 +4,15 @@
 //!
 //! The entries' vectors are rows of a flat `f32` buffer
 //! ([`crate::store::vectors::Space`]), found by the hash of each entry's
-//! text. The render index's ids are what the word ranking and the
-//! tie-breaks speak, so this view keeps, per id, the hash of the entry's
-//! text ([`TextHashes`], kept current change by change like the other
-//! derived indexes) and, in the space, the row of each id
-//! (`Space::by_entry`, recomputed in one pass of hash look-ups when the
-//! entries or the rows changed since). A query then scans the rows of the
-//! ids that have one: a dot product per row (the rows are normalised, so it
-//! is the cosine) in chunked accumulators the compiler vectorises, into a
+//! text; an entry's text has a set of them (usually one). The render
+//! index's ids are what the word ranking and the tie-breaks speak, so this
+//! view keeps, per id, the hash of the entry's text ([`TextHashes`], kept
+//! current change by change like the other derived indexes) and, in the
+//! space, the set of each id (`Space::by_entry`, recomputed in one pass of
+//! hash look-ups when the entries or the rows changed since). A query then
+//! scans the rows of the ids that have some: a dot product per row (the
+//! rows are normalised, so it is the cosine; an entry's cosine is the best
+//! of its set's) in chunked accumulators the compiler vectorises, into a
 //! bounded heap of the best. Nothing a query allocates grows with the store.
 
 use std::cmp::Reverse;
@@ -22,8 +23,8 @@ use rustc_hash::FxHashMap;
 
 use crate::entry::Entry;
 use crate::store::mirror::Mirror;
-use crate::store::vectors::space::{NO_ROW, normalise};
-use crate::store::vectors::{Space, hash::text_hash};
+use crate::store::vectors::space::normalise;
+use crate::store::vectors::{Set, Space, hash::text_hash};
 use crate::views::recall::{self, rank, tie_break};
 use crate::views::render_index::RenderIndex;
 
@@ -122,7 +123,7 @@ pub fn warm(mirror: &Mirror) {
     crate::views::text_hashes(mirror);
 }
 
-/// Brings `space.by_entry`, the row of each entry by render id, up to
+/// Brings `space.by_entry`, the set of each entry by render id, up to
 /// date with `mirror` and the space's rows.
 fn rows_by_entry<'a>(mirror: &'a Mirror, space: &mut Space) -> &'a RenderIndex {
     let index = crate::views::render_index_with_recall(mirror);
@@ -133,27 +134,29 @@ fn rows_by_entry<'a>(mirror: &'a Mirror, space: &mut Space) -> &'a RenderIndex {
         by_entry.clear();
         by_entry.extend(hashes.by_id.iter().map(|&hash| {
             if hash == 0 {
-                NO_ROW
+                Set::MISSING
             } else {
-                space.row_of(hash)
+                space.set_of(hash)
             }
         }));
-        by_entry.resize(index.id_bound(), NO_ROW);
+        by_entry.resize(index.id_bound(), Set::MISSING);
         space.by_entry = by_entry;
         space.by_entry_stamp = Some(stamp);
     }
     index
 }
 
-/// Up to `limit` entries of `mirror` without a vector in `space`, for the
+/// Up to `limit` entries of `mirror` without a set in `space`, for the
 /// embedder to catch up on (a new model, a save whose embedding failed).
+/// An entry whose set is empty (the embedder embeds nothing of it) is not
+/// missing.
 pub fn missing(mirror: &Mirror, space: &mut Space, limit: usize) -> Vec<std::sync::Arc<Entry>> {
     let index = rows_by_entry(mirror, space);
     space
         .by_entry
         .iter()
         .enumerate()
-        .filter(|&(id, &at)| at == NO_ROW && index.live_entry(id as u32).is_some())
+        .filter(|&(id, set)| set.is_missing() && index.live_entry(id as u32).is_some())
         .take(limit)
         .map(|(id, _)| index.entry(id as u32).clone())
         .collect()
@@ -173,17 +176,26 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
+/// The cosine of the query with the best of `set`'s vectors; `None` for
+/// an empty (or missing) set.
+fn best_cosine(meaning: &Meaning<'_>, set: Set) -> Option<f32> {
+    if set.count == 0 {
+        return None;
+    }
+    let rows = meaning.space.vectors(set).chunks_exact(meaning.query.len());
+    rows.map(|row| dot(&meaning.query, row)).reduce(f32::max)
+}
+
 /// The entries closest to the query by cosine (those above 0), the first
 /// [`LIST_CUT`] in rank order (§15.2's ties), with their cosines.
 pub fn nearest(index: &RenderIndex, meaning: &Meaning<'_>) -> Vec<(u32, f64)> {
     let space = meaning.space;
     // (cosine bits, id): the bits of a positive float order as it does.
     let mut heap: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::with_capacity(HEAP_SIZE + 1);
-    for (id, &at) in space.by_entry.iter().enumerate() {
-        if at == NO_ROW {
+    for (id, &set) in space.by_entry.iter().enumerate() {
+        let Some(cosine) = best_cosine(meaning, set) else {
             continue;
-        }
-        let cosine = dot(&meaning.query, space.vector(at));
+        };
         if cosine.is_nan() || cosine <= 0.0 {
             continue;
         }
@@ -232,6 +244,35 @@ pub fn ranked(
         total,
         rank::rank(scored, limit, |a, b| tie_break(index, a, b)),
     )
+}
+
+/// The entries of `keys` (each once; a key with no entry, or whose entry
+/// has no vector, is left out) by the cosine of the query with the best of
+/// their vectors, any sign, in rank order (highest first, §15.2's ties):
+/// the first `limit` (all when `None`), as entries with their cosines.
+pub fn by_cosine(
+    mirror: &Mirror,
+    meaning: &Meaning<'_>,
+    keys: &[String],
+    limit: Option<usize>,
+) -> Vec<(std::sync::Arc<Entry>, f64)> {
+    let index = crate::views::render_index_with_recall(mirror);
+    let by_entry = &meaning.space.by_entry;
+    let mut seen = rustc_hash::FxHashSet::default();
+    let scored: Vec<(u32, f64)> = keys
+        .iter()
+        .filter_map(|key| index.id(key))
+        .filter(|&id| seen.insert(id))
+        .filter_map(|id| {
+            let set = by_entry.get(id as usize).copied()?;
+            let cosine = best_cosine(meaning, set)?;
+            (!cosine.is_nan()).then_some((id, f64::from(cosine)))
+        })
+        .collect();
+    rank::rank(scored, limit, |a, b| tie_break(index, a, b))
+        .into_iter()
+        .map(|(id, cosine)| (index.entry(id).clone(), cosine))
+        .collect()
 }
 
 /// [`ranked`] for `query` over `mirror`, as entries.
@@ -327,6 +368,46 @@ mod tests {
         let score = found.1[0].1;
         assert!((score - (1.0 / 61.0 + 1.0 / 62.0)).abs() < 1e-12);
         // (The lunch vector is orthogonal to the query: it does not qualify.)
+    }
+
+    #[test]
+    fn an_entry_scores_the_best_of_its_set_and_an_empty_set_is_not_missing() {
+        let m = mirror(&[("a", "alpha", 1), ("b", "beta", 2), ("c", "gamma", 3)]);
+        let mut space = space_for(&m, &[("c", [0.0, 0.0, 1.0])]);
+        let mut buffer = Vec::new();
+        let hash = |key: &str, buffer: &mut Vec<u8>| {
+            let entry = m.get(key).unwrap();
+            text_hash(&entry.key, &entry.value, buffer)
+        };
+        // a: two vectors, the second along the query; b: none by choice.
+        space.push(hash("a", &mut buffer), &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
+        space.push(hash("b", &mut buffer), &[]);
+        assert!(missing(&m, &mut space, 10).is_empty());
+        let meaning = meaning(&m, &mut space, vec![1.0, 0.0, -0.5]).unwrap();
+        let keys: Vec<String> = ["c", "b", "a", "a", "zz"].map(String::from).to_vec();
+        let found = by_cosine(&m, &meaning, &keys, None);
+        let found: Vec<(&str, f64)> = found.iter().map(|(e, s)| (&*e.key, *s)).collect();
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].0, "a");
+        assert!((found[0].1 - 1.0 / 1.25f64.sqrt()).abs() < 1e-6);
+        // A negative cosine is kept, with its sign.
+        assert_eq!(found[1].0, "c");
+        assert!((found[1].1 + 0.5 / 1.25f64.sqrt()).abs() < 1e-6);
+        assert_eq!(by_cosine(&m, &meaning, &keys, Some(1)).len(), 1);
+        // The fused ranking uses the best of a set too, and only above 0.
+        assert_eq!(keys_of(&nearest_keys(&m, &meaning)), ["a"]);
+    }
+
+    fn nearest_keys(m: &Mirror, meaning: &Meaning<'_>) -> Vec<std::sync::Arc<Entry>> {
+        let index = crate::views::render_index_with_recall(m);
+        nearest(index, meaning)
+            .into_iter()
+            .map(|(id, _)| index.entry(id).clone())
+            .collect()
+    }
+
+    fn keys_of(entries: &[std::sync::Arc<Entry>]) -> Vec<&str> {
+        entries.iter().map(|e| &*e.key).collect()
     }
 
     #[test]

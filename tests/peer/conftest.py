@@ -4,9 +4,8 @@ each test_*.py here loads one with membolt's adapter swapped in.
 Every test of a suite that does not pass is marked below with its reason:
 ``skip`` for a test of the peer's own machinery that has no counterpart in
 a membolt store (SQLite internals, a file system's links and modes), and a
-strict ``xfail`` for vector search, which needs embeddings (recall by
-meaning, not built yet; a test that starts passing then fails the run, so
-the table stays true)."""
+strict ``xfail`` for a test that fails for a reason stated here (a test
+that starts passing then fails the run, so the table stays true)."""
 
 from __future__ import annotations
 
@@ -25,8 +24,6 @@ _SYMLINK = (
     "symbolic links in the tool's folder: a store has no links to follow; "
     "paths are normalised and '..' out of /memories is refused (tested above)"
 )
-_EMBEDDER = "needs embeddings (recall by meaning): membolt stores no vectors yet; "
-
 #: (suite, class or "", test) -> (outcome, reason). The suite is the test
 #: module's name less ``test_`` and ``_postgres`` (``langgraph_*``: all of
 #: LangGraph's); the class ``"*"`` is any class.
@@ -40,21 +37,9 @@ MARKS: dict[tuple[str, str, str], tuple[str, str]] = {
     ),
     ("langgraph_store", "*", "test_vector_store_initialization"): (
         "xfail",
-        _EMBEDDER + "it reads store.embeddings and the SQLite vector tables",
-    ),
-    ("langgraph_*", "*", "test_vector_update_with_embedding"): (
-        "xfail",
-        _EMBEDDER + "put(index=False) keeps an item out of vector search, "
-        "and membolt's word index holds every entry",
-    ),
-    ("langgraph_*", "*", "test_embed_with_path"): (
-        "xfail",
-        _EMBEDDER + "it wants cosine scores above 0.9 for fields picked by text_fields; "
-        "BM25 scores are on another scale and rank every field",
-    ),
-    ("langgraph_store", "*", "test_scores"): (
-        "xfail",
-        _EMBEDDER + "the score it wants is the cosine similarity of the embeddings",
+        "its checks of the index config and store.embeddings pass; then it runs SQL on "
+        "store.conn (sqlite_master) to find the SQLite store's vector tables, and a "
+        "membolt store has no SQLite connection",
     ),
     (
         "anthropic_memory_tool",
@@ -112,6 +97,10 @@ MARKS: dict[tuple[str, str, str], tuple[str, str]] = {
         "test_symlink_validation_reject_parent_directory_that_is_symlink_pointing_outside",
     ): ("skip", _SYMLINK),
 }
+#: The exception an xfail test must fail with (any, when not listed): its
+#: earlier checks failing instead fails the run.
+RAISES: dict[str, type[BaseException]] = {"test_vector_store_initialization": AttributeError}
+
 _BEHIND_THE_BACK = (
     "writes crlf.txt into the tool's folder through pathlib.Path(str(memory_root)), "
     "where no store is; the sync twin runs on the store's path-like memory_root, and "
@@ -140,8 +129,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not isinstance(item, pytest.Function) or item.path.parent != Path(__file__).parent:
             continue
-        # The vector tests configure an index, which the adapter accepts with a warning.
-        item.add_marker(pytest.mark.filterwarnings("ignore:membolt does not store embeddings"))
         suite = item.path.stem.removeprefix("test_").removesuffix("_postgres")
         cls = item.cls.__name__ if item.cls else ""
         mark = next(
@@ -162,7 +149,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if outcome == "skip":
             item.add_marker(pytest.mark.skip(reason=f"not applicable: {reason}"))
         else:
-            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+            raises = RAISES.get(item.originalname)
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=raises))
 
 
 @pytest.fixture(autouse=True)

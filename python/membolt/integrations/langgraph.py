@@ -22,19 +22,33 @@ The mapping onto membolt's public API (:class:`membolt.MemoryStore`):
   SQLite and Postgres stores do); its puts and deletes, deduplicated (the
   last one of a key wins), are one membolt transaction (§1.3): all of them
   or none, also with other processes and machines writing.
-* ``search(query=...)`` ranks by membolt's recall (§15,
-  ``search_words_scored``): the items holding a term of the query first, in
-  §15.2's order, with their BM25 score; then the others in scope with score
-  ``0.0``, newest first. Without a query, items come newest first with no
-  score. Filters take ``$eq $ne $gt $gte $lt $lte`` on dotted paths, with
-  the SQL stores' meaning of a missing field (it matches only ``None``).
-* An ``index`` config is accepted, and LangGraph's ``index`` argument of
-  ``put``, but membolt does not store embeddings yet (recall by meaning): a query is
-  ranked by words either way, and a warning says so.
+* ``search(query=...)`` without an ``index`` config ranks by membolt's
+  recall (§15, ``search_words_scored``): the items holding a term of the
+  query first, in §15.2's order, with their BM25 score; then the others in
+  scope with score ``0.0``, newest first. Without a query, items come
+  newest first with no score. Filters take ``$eq $ne $gt $gte $lt $lte`` on
+  dotted paths, with the SQL stores' meaning of a missing field (it matches
+  only ``None``).
+* With LangGraph's ``index`` config (``dims``, ``embed``: an
+  ``Embeddings``, a function or a ``"provider:model"`` string, ``fields``
+  or the SQLite store's ``text_fields``, default ``["$"]``), the store's
+  embedder (§15.4) is an :class:`IndexEmbedder`: an item's texts are what
+  LangGraph's ``get_text_at_path`` finds at its fields (or at ``put``'s
+  ``index=[...]`` paths; none for ``index=False``), each a vector of the
+  entry's set. ``search(query=...)`` then ranks the items in scope by the
+  cosine of the query with the best of their vectors
+  (``search_vectors_scored``), with that cosine as ``score``, as
+  LangGraph's SQLite, Postgres and in-memory stores do; the items without
+  a vector follow, newest first, with no score. A query the embedder cannot
+  embed is ranked by words, as above. A ``put`` whose ``index`` differs
+  from the config keeps it in a second entry under ``key_prefix +
+  ".index/"``, so that the item is embedded the same way again (another
+  process, a change of model).
 * TTL (LangGraph's ``ttl`` config, ``put(..., ttl=)``, ``sweep_ttl``,
   ``start_ttl_sweeper``) keeps each expiry in a second entry under
-  ``key_prefix + ".ttl/"`` (a ``.`` never occurs in a label), so that
-  refreshing an expiry on read leaves the item's ``updated_at`` alone.
+  ``key_prefix + ".ttl/"`` (a ``.`` never starts a label: keys under
+  ``key_prefix + "."`` are never items), so that refreshing an expiry on
+  read leaves the item's ``updated_at`` alone.
   Refresh and sweep hold the store (other processes wait) while they check
   and write, so an expiry never outlives a put without TTL that raced it.
 """
@@ -49,14 +63,15 @@ import logging
 import tempfile
 import threading
 import time
-import warnings
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -70,14 +85,26 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
     validate_op_namespace,
 )
 from langgraph.store.base.batch import AsyncBatchedBaseStore
+from langgraph.store.base.embed import EmbeddingsLambda
 
 from .._core import Entry
+from ..embedding import EmbedderError
 from ..store import DEFAULT_TIMEOUT, STORE_FILE_NAME, MemoryStore, open_store
 
-__all__ = ["DEFAULT_KEY_PREFIX", "ENTRY_TYPE", "AsyncMemboltStore", "MemboltStore"]
+__all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "ENTRY_TYPE",
+    "AsyncMemboltStore",
+    "IndexEmbedder",
+    "MemboltIndexConfig",
+    "MemboltStore",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -86,14 +113,12 @@ DEFAULT_KEY_PREFIX: Final = "langgraph:"
 #: neither has an automatic parent (§3.1).
 ENTRY_TYPE: Final = "langgraph"
 TTL_ENTRY_TYPE: Final = "langgraph_ttl"
+INDEX_ENTRY_TYPE: Final = "langgraph_index"
 #: The first segment of the expiry entries' keys: never a namespace label,
 #: since LangGraph refuses a label holding a ``.``.
 TTL_SEGMENT: Final = ".ttl"
-
-_INDEX_WARNING = (
-    "membolt does not store embeddings yet: the index config is accepted, and "
-    "search(query=...) ranks by words (BM25) instead of by vectors"
-)
+#: The first segment of the entries holding a put's own ``index`` argument.
+INDEX_SEGMENT: Final = ".index"
 #: The filter keys LangGraph's SQL stores accept (dotted paths).
 _FILTER_KEY_CHARACTERS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
@@ -255,6 +280,126 @@ def _namespace_matches(namespace: tuple[str, ...], condition: MatchCondition) ->
     return all(wanted in ("*", label) for label, wanted in pairs)
 
 
+# ----- vectors ----------------------------------------------------------------------
+
+
+class MemboltIndexConfig(IndexConfig, total=False):
+    """LangGraph's ``IndexConfig`` with the keys the adapter also reads."""
+
+    #: The SQLite store's name for ``fields`` (read when ``fields`` is not given).
+    text_fields: list[str] | str | None
+    #: Only ``"cosine"``: scores are cosine similarities.
+    distance_type: Literal["cosine"]
+    #: The model's name, which tags its stored vectors (§15.4); by default
+    #: made of ``embed``: the provider string, or the class or function's
+    #: qualified name and its ``model`` attribute. Give one when that does
+    #: not tell two models apart.
+    name: str
+
+
+def _model_name(embed: object) -> str:
+    """The default model name of ``embed`` (see :class:`MemboltIndexConfig`):
+    the same in every process."""
+    if isinstance(embed, str):
+        return embed
+    if isinstance(embed, EmbeddingsLambda):
+        embed = getattr(embed, "func", None) or getattr(embed, "afunc", None)
+    # A function by its own name; an object (Embeddings, a callable) by its class's.
+    kind = embed if hasattr(embed, "__qualname__") else type(embed)
+    name = f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', '')}"
+    for attribute in ("model", "model_name"):
+        model = getattr(embed, attribute, None)
+        if isinstance(model, str):
+            return f"{name}({model})"
+    return name
+
+
+def _fields(index: Mapping[str, Any]) -> list[str]:
+    fields = index.get("fields")
+    if fields is None:
+        fields = index.get("text_fields")
+    if fields is None:
+        return ["$"]
+    if isinstance(fields, str):
+        return [fields]
+    if not isinstance(fields, Sequence) or not all(isinstance(f, str) for f in fields):
+        raise ValueError(f"index fields must be a list of paths, not {fields!r}")
+    return list(fields) or ["$"]
+
+
+class IndexEmbedder:
+    """LangGraph's embeddings as membolt's embedder (§15.4): what
+    :class:`MemboltStore` gives its store for an ``index`` config.
+
+    ``embed`` and ``embed_query`` are the embeddings' ``embed_documents`` and
+    ``embed_query`` (their async twins, run to completion, for an async
+    function). ``entry_texts`` is LangGraph's rule for an item: the texts
+    ``get_text_at_path`` finds at the config's fields, or at the paths of
+    the ``index`` argument of the item's last ``put`` (kept in the entry
+    under ``key_prefix + ".index/"``: nothing for ``index=False``), empty
+    texts left out. The adapter's other entries (``key_prefix + "."``) have
+    none; an entry outside ``key_prefix`` has membolt's default text."""
+
+    def __init__(self, index: Mapping[str, Any], key_prefix: str = DEFAULT_KEY_PREFIX) -> None:
+        dims = index.get("dims")
+        if not isinstance(dims, int) or isinstance(dims, bool) or dims < 1:
+            raise ValueError(f"index dims must be a positive int, not {dims!r}")
+        distance = index.get("distance_type", "cosine")
+        if distance != "cosine":
+            raise ValueError(
+                f"distance_type {distance!r}: membolt scores by cosine similarity only"
+            )
+        embed = index.get("embed")
+        self.embeddings: Embeddings = ensure_embeddings(embed)
+        self.fields = _fields(index)
+        self._paths: list[str | list[str]] = [
+            "$" if field == "$" else tokenize_path(field) for field in self.fields
+        ]
+        self.dims = dims
+        self.key_prefix = key_prefix
+        model = index.get("name") or _model_name(embed)
+        self.name = f"langgraph {model} fields={json.dumps(self.fields)} prefix={key_prefix}"
+        self._async = isinstance(self.embeddings, EmbeddingsLambda) and not hasattr(
+            self.embeddings, "func"
+        )
+        self._store: weakref.ref[MemoryStore] | None = None
+
+    def attach(self, store: MemoryStore) -> None:
+        """Reads the items' own ``index`` arguments from ``store``."""
+        self._store = weakref.ref(store)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if self._async:
+            return asyncio.run(self.embeddings.aembed_documents(texts))
+        return self.embeddings.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        if self._async:
+            return asyncio.run(self.embeddings.aembed_query(text))
+        return self.embeddings.embed_query(text)
+
+    def entry_texts(self, key: str, value: str) -> list[str]:
+        prefix = self.key_prefix
+        if not key.startswith(prefix):
+            return [f"{key}\n{value}"]
+        if key.startswith(prefix + "."):
+            return []
+        store = self._store() if self._store is not None else None
+        if store is None:
+            raise EmbedderError("the LangGraph adapter's embedder is not attached to its store")
+        paths: Sequence[str | list[str]] = self._paths
+        own = store.get(f"{prefix}{INDEX_SEGMENT}/{key[len(prefix) :]}")
+        if own is not None:
+            paths = json.loads(own.value) or []
+        try:
+            item = json.loads(value)
+        except ValueError:
+            return []
+        if not isinstance(item, dict):
+            return []
+        return [text for path in paths for text in get_text_at_path(item, path) if text.strip()]
+
+
 # ----- opening ----------------------------------------------------------------------
 
 _write_locks: dict[str, threading.Lock] = {}
@@ -270,17 +415,45 @@ def _write_lock(store: MemoryStore) -> threading.Lock:
 
 
 @contextmanager
-def _opened(conn_string: str, project: str | None, timeout: float) -> Iterator[MemoryStore]:
+def _opened(
+    conn_string: str,
+    project: str | None,
+    timeout: float,
+    index: IndexConfig | None,
+    key_prefix: str,
+) -> Iterator[MemoryStore]:
+    # With an index, the store is opened with its embedder (not $MEMBOLT_EMBEDDER's).
+    embedder = None if index is None else IndexEmbedder(index, key_prefix)
     if conn_string == ":memory:":
         # membolt has no memory-only store: a file that lives as long as the block.
         with (
             tempfile.TemporaryDirectory(prefix="membolt-langgraph-") as directory,
-            MemoryStore(Path(directory) / STORE_FILE_NAME, timeout=timeout) as store,
+            MemoryStore(
+                Path(directory) / STORE_FILE_NAME, timeout=timeout, embedder=embedder
+            ) as store,
         ):
             yield store
     else:
-        with open_store(conn_string, project=project, timeout=timeout) as store:
+        with open_store(conn_string, project=project, timeout=timeout, embedder=embedder) as store:
             yield store
+
+
+def _index_embedder(store: MemoryStore, index: IndexConfig, key_prefix: str) -> IndexEmbedder:
+    """The store's embedder for ``index``: given to it when it has none."""
+    wanted = IndexEmbedder(index, key_prefix)
+    current = store.embedder
+    if current is None:
+        store.embedder = current = wanted
+    elif not (
+        isinstance(current, IndexEmbedder)
+        and (current.name, current.dims) == (wanted.name, wanted.dims)
+    ):
+        raise ValueError(
+            f"the store embeds with {getattr(current, 'name', current)!r}; an index config "
+            "needs a store without an embedder (the adapter gives it the index's)"
+        )
+    current.attach(store)
+    return current
 
 
 def _new_item(namespace: tuple[str, ...], key: str, entry: Entry) -> Item:
@@ -315,9 +488,14 @@ class MemboltStore(BaseStore):
         self.key_prefix = key_prefix
         self.index_config = index
         self.ttl_config = ttl
+        #: LangGraph's embeddings of the index config (None without one).
+        self.embeddings: Embeddings | None = None
+        self._embedder: IndexEmbedder | None = None
         if index is not None:
-            warnings.warn(_INDEX_WARNING, UserWarning, stacklevel=2)
+            self._embedder = _index_embedder(store, index, key_prefix)
+            self.embeddings = self._embedder.embeddings
         self._ttl_prefix = f"{key_prefix}{TTL_SEGMENT}/"
+        self._index_prefix = f"{key_prefix}{INDEX_SEGMENT}/"
         self._lock = _write_lock(store)
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
@@ -337,8 +515,9 @@ class MemboltStore(BaseStore):
         """A store for the block: ``":memory:"`` (a new store, deleted at the
         end), a store file, or a ``postgresql://`` URL with ``project``
         (default: :func:`membolt.open_store`'s, ``$MEMBOLT_PROJECT`` or the
-        working directory's name, §12)."""
-        with _opened(conn_string, project, timeout) as store:
+        working directory's name, §12). With ``index``, the store's embedder
+        is the index's."""
+        with _opened(conn_string, project, timeout, index, key_prefix) as store:
             adapter = cls(store, key_prefix=key_prefix, index=index, ttl=ttl)
             try:
                 yield adapter
@@ -360,8 +539,13 @@ class MemboltStore(BaseStore):
     def _ttl_path(self, path: str) -> str:
         return self._ttl_prefix + path[len(self.key_prefix) :]
 
+    def _index_path(self, path: str) -> str:
+        return self._index_prefix + path[len(self.key_prefix) :]
+
     def _item_keys_under(self, prefix: str) -> list[str]:
-        return [k for k in self.store.keys_under(prefix) if not k.startswith(self._ttl_prefix)]
+        # The adapter's own entries (expiries, index arguments) start with "<prefix>.".
+        own = self.key_prefix + "."
+        return [k for k in self.store.keys_under(prefix) if not k.startswith(own)]
 
     @staticmethod
     def _split(rest: str) -> tuple[str, str]:
@@ -503,17 +687,41 @@ class MemboltStore(BaseStore):
 
         newest_first = sorted(in_scope.values(), key=lambda e: e.updated_at, reverse=True)
         wanted = max(op.offset, 0) + max(op.limit, 0)
-        chosen: list[tuple[Entry, float | None]]
-        if op.query:
+        chosen: list[tuple[Entry, float | None]] | None = None
+        if op.query and self._embedder is not None:
+            chosen = self._by_meaning(op.query, in_scope, passes, newest_first)
+        if chosen is None and op.query:
             chosen = self._ranked(op.query, in_scope, passes, wanted)
             if len(chosen) < wanted:
                 ranked = {entry.key for entry, _ in chosen}
                 chosen += [(e, 0.0) for e in newest_first if e.key not in ranked and passes(e)]
-        else:
+        elif chosen is None:
             chosen = [(e, None) for e in newest_first if passes(e)]
         page = chosen[max(op.offset, 0) : wanted]
         self._live([e.key for e, _ in page], op.refresh_ttl, now, refresh)
         return [self._item(e, SearchItem, score=score) for e, score in page]
+
+    def _by_meaning(
+        self,
+        query: str,
+        in_scope: dict[str, Entry],
+        passes: Callable[[Entry], bool],
+        newest_first: list[Entry],
+    ) -> list[tuple[Entry, float | None]] | None:
+        """The items in scope by the cosine of ``query`` with the best of
+        their vectors, with it; then those without a vector, newest first,
+        with no score. ``None`` when the query cannot be embedded."""
+        try:
+            scored = self.store.search_vectors_scored(query, keys=list(in_scope))
+        except EmbedderError as error:
+            logger.warning("membolt: %s; the query is ranked by words", error)
+            return None
+        chosen: list[tuple[Entry, float | None]] = [
+            (in_scope[e.key], score) for e, score in scored if passes(in_scope[e.key])
+        ]
+        scored_keys = {e.key for e, _ in scored}
+        chosen += [(e, None) for e in newest_first if e.key not in scored_keys and passes(e)]
+        return chosen
 
     def _ranked(
         self,
@@ -567,6 +775,8 @@ class MemboltStore(BaseStore):
                 expiry = self._expiry(path)
                 if expiry is not None:
                     renewed[self._ttl_path(path)] = expiry[1]
+            values = {path: _dump(op.value) for path, op in puts.items() if op.value is not None}
+            again = self._embedded_again(puts, values)
             with self.store.batch() as batch:
                 for ttl_key, minutes in renewed.items():
                     batch.save(ttl_key, _expiry_value(minutes, now), type=TTL_ENTRY_TYPE)
@@ -575,13 +785,41 @@ class MemboltStore(BaseStore):
                     if op.value is None:
                         batch.delete(path)
                         batch.delete(ttl_key)
+                        batch.delete(self._index_path(path))
                         continue
                     labels, _ = self._split(path[len(self.key_prefix) :])
-                    batch.save(path, _dump(op.value), type=ENTRY_TYPE, namespace=labels)
+                    batch.save(path, values[path], type=ENTRY_TYPE, namespace=labels)
                     if op.ttl is None:
                         batch.delete(ttl_key)
                     else:
                         batch.save(ttl_key, _expiry_value(op.ttl, now), type=TTL_ENTRY_TYPE)
+                    if self._embedder is not None:
+                        own = _own_index(op)
+                        if own is None:
+                            batch.delete(self._index_path(path))
+                        else:
+                            batch.save(self._index_path(path), own, type=INDEX_ENTRY_TYPE)
+            if again:
+                # Their texts changed with their index argument, not their value.
+                self.store.embed_entries(again)
+
+    def _embedded_again(self, puts: dict[str, PutOp], values: dict[str, str]) -> list[str]:
+        """The items ``puts`` writes with their stored value but another
+        ``index`` argument than their last put's: their stored vectors are
+        of the old texts, so they are embedded again after the write."""
+        if self._embedder is None:
+            return []
+        again = []
+        for path, op in puts.items():
+            if op.value is None:
+                continue
+            before = self.store.get(self._index_path(path))
+            if (None if before is None else before.value) == _own_index(op):
+                continue
+            entry = self.store.get(path)
+            if entry is not None and entry.value == values[path]:
+                again.append(path)
+        return again
 
     # ----- TTL ---------------------------------------------------------------------
 
@@ -601,7 +839,8 @@ class MemboltStore(BaseStore):
                 for path, ttl_key in expired:
                     batch.delete(path)
                     batch.delete(ttl_key)
-            return sum(1 for deleted in batch.results[::2] if deleted)
+                    batch.delete(self._index_path(path))
+            return sum(1 for deleted in batch.results[::3] if deleted)
 
     def start_ttl_sweeper(
         self, sweep_interval_minutes: int | None = None
@@ -648,6 +887,16 @@ class MemboltStore(BaseStore):
         return True
 
 
+def _own_index(op: PutOp) -> str | None:
+    """A put's ``index`` argument as its entry's value: ``None`` for the
+    config's fields (no entry)."""
+    if op.index is False:
+        return "false"
+    if isinstance(op.index, list | tuple):
+        return json.dumps(list(op.index))
+    return None
+
+
 def _expiry_value(minutes: float, now: int) -> str:
     return json.dumps({"ttl": minutes, "expires_at": now + round(minutes * 60_000)})
 
@@ -670,13 +919,12 @@ class AsyncMemboltStore(AsyncBatchedBaseStore):
         ttl: TTLConfig | None = None,
     ) -> None:
         super().__init__()
-        self._sync = MemboltStore(store, key_prefix=key_prefix, ttl=ttl)
+        self._sync = MemboltStore(store, key_prefix=key_prefix, index=index, ttl=ttl)
         self.store = store
         self.key_prefix = key_prefix
         self.index_config = index
         self.ttl_config = ttl
-        if index is not None:
-            warnings.warn(_INDEX_WARNING, UserWarning, stacklevel=2)
+        self.embeddings = self._sync.embeddings
         self._sweeper_task: asyncio.Task[None] | None = None
         self._sweeper_stop = asyncio.Event()
 
@@ -693,7 +941,7 @@ class AsyncMemboltStore(AsyncBatchedBaseStore):
         timeout: float = DEFAULT_TIMEOUT,
     ) -> AsyncIterator[AsyncMemboltStore]:
         """As :meth:`MemboltStore.from_conn_string`."""
-        with _opened(conn_string, project, timeout) as store:
+        with _opened(conn_string, project, timeout, index, key_prefix) as store:
             adapter = cls(store, key_prefix=key_prefix, index=index, ttl=ttl)
             try:
                 yield adapter

@@ -5,10 +5,11 @@
 //!
 //! ```text
 //! membolt_vectors  project_id, key, model (hash of its name), text_hash,
-//!                  dims, vector (float32 little-endian), checksum, seq
+//!                  dims, vector (the text's set of vectors: float32
+//!                  little-endian, `dims` each, none to MAX_SET), checksum, seq
 //! ```
 //! A row is replaced when its key's text is embedded again, so the table
-//! holds at most one vector per entry and model and needs no compaction. A
+//! holds at most one set per entry and model and needs no compaction. A
 //! refresh reads the rows whose `seq` (from a sequence) is above the
 //! highest this process has seen. `seq` is not in commit order across
 //! processes, so a row committed late under a lower number can be missed
@@ -22,7 +23,7 @@ use postgres::types::ToSql;
 use super::{Failure, PostgresMedium, schema::LOCK_CLASS};
 use crate::error::Result;
 use crate::store::medium::Call;
-use crate::store::vectors::{Row, Space, VectorSource};
+use crate::store::vectors::{MAX_SET, Row, Space, VectorSource};
 
 const CREATE: &str = r#"
 CREATE TABLE IF NOT EXISTS membolt_vectors (
@@ -112,7 +113,9 @@ impl PostgresMedium {
                 space.foreign += 1;
                 continue;
             }
-            if vector.len() != space.dims() * 4
+            let row_bytes = space.dims() * 4;
+            if !vector.len().is_multiple_of(row_bytes)
+                || vector.len() / row_bytes > MAX_SET as usize
                 || checksum(model.name_hash, text_hash, model.dims, vector) != stored
             {
                 space.damaged += 1;
@@ -143,7 +146,7 @@ impl PostgresMedium {
         let mut vectors = Vec::with_capacity(last.len());
         let mut sums = Vec::with_capacity(last.len());
         for row in last.into_values() {
-            let bytes: Vec<u8> = row.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let bytes: Vec<u8> = row.vectors.iter().flat_map(|x| x.to_le_bytes()).collect();
             keys.push(super::text::to_column(&row.key).into_owned());
             hashes.push(row.text_hash as i64);
             sums.push(checksum(model.name_hash, row.text_hash, model.dims, &bytes));

@@ -4,14 +4,16 @@
 //! ```text
 //! file    = header record*
 //! header  = "MBVF" format(u32 = 1)
-//! record  = "MBVR" dims(u32) model(u64) text_hash(u64) crc32(u32) 0(u32)
-//!           vector(dims × f32, normalised)
+//! record  = "MBVR" dims(u32) model(u64) text_hash(u64) crc32(u32) set(u32)
+//!           vector(dims × f32, normalised) × count
+//! set     = 0 (one vector) | SET_FLAG | count (a set of 0 to MAX_SET)
 //! ```
 //! Every field is little-endian and 4-byte aligned, so the file is read
 //! straight into the space's buffer of words and a vector is used where it
 //! lies: a new process pays one read and one checksum pass, not an
-//! allocation per vector. The CRC-32 covers the record from `dims` on
-//! (its own word and the padding excepted).
+//! allocation per vector. The CRC-32 covers the record from `dims` on (its
+//! own word excepted, and the `set` word when it is 0: a record of one
+//! vector is the same as before sets existed).
 //!
 //! * **Appends** take an exclusive lock on the file (`flock`), read what
 //!   other processes appended, and write their records with one `write`
@@ -37,7 +39,7 @@ use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::space::{MAX_DIMS, Space};
+use super::space::{MAX_DIMS, MAX_SET, Space};
 use super::{Row, VectorSource};
 use crate::error::{Result, StoreError};
 use crate::store::medium::Call;
@@ -50,6 +52,8 @@ const FORMAT: u32 = 1;
 const FILE_HEADER_WORDS: usize = 2;
 const RECORD_MAGIC: u32 = u32::from_le_bytes(*b"MBVR");
 const RECORD_HEADER_WORDS: usize = 8;
+/// The top bit of a record's `set` word: the rest is the set's count.
+const SET_FLAG: u32 = 1 << 31;
 /// How often a writer looks at a lock another process holds.
 const LOCK_POLL: Duration = Duration::from_millis(1);
 /// Compaction waits until the file holds this many records more than
@@ -160,7 +164,7 @@ impl CompanionFile {
             match check(space.data(), at) {
                 Check::Whole(record) => {
                     if record.model == space.model.name_hash && record.dims == space.model.dims {
-                        space.index(record.text_hash, at + RECORD_HEADER_WORDS);
+                        space.index(record.text_hash, at + RECORD_HEADER_WORDS, record.count);
                     } else {
                         space.foreign += 1;
                     }
@@ -257,8 +261,8 @@ impl CompanionFile {
         }
         let mut words = vec![FILE_MAGIC, FORMAT];
         for &hash in keep {
-            if let Some(vector) = space.get(hash) {
-                push_record(&mut words, space.model, hash, vector);
+            if let Some(vectors) = space.get(hash) {
+                push_record(&mut words, space.model, hash, vectors);
             }
         }
         let mut temporary = self.path.as_os_str().to_owned();
@@ -322,7 +326,11 @@ impl VectorSource for CompanionFile {
             )));
         }
         let mut words = Vec::with_capacity(
-            FILE_HEADER_WORDS + rows.len() * (RECORD_HEADER_WORDS + space.dims()),
+            FILE_HEADER_WORDS
+                + rows
+                    .iter()
+                    .map(|row| RECORD_HEADER_WORDS + row.vectors.len())
+                    .sum::<usize>(),
         );
         if self.read_to == 0 {
             // Empty (or a header cut short): start the file.
@@ -334,7 +342,7 @@ impl VectorSource for CompanionFile {
                 .map_err(|e| StoreError::io(&self.path, e))?;
         }
         for row in rows {
-            push_record(&mut words, space.model, row.text_hash, &row.vector);
+            push_record(&mut words, space.model, row.text_hash, &row.vectors);
         }
         file.write_all(&to_bytes(&words))
             .map_err(|e| StoreError::io(&self.path, e))?;
@@ -358,6 +366,8 @@ struct Record {
     model: u64,
     dims: u32,
     text_hash: u64,
+    /// How many vectors follow.
+    count: u32,
     /// Where the next record starts.
     next: usize,
 }
@@ -383,20 +393,26 @@ fn check(data: &[u32], at: usize) -> Check {
         return Check::Short;
     }
     let dims = rest[1];
-    if dims == 0 || dims > MAX_DIMS || rest[7] != 0 {
+    let count = match rest[7] {
+        0 => 1,
+        set if set & SET_FLAG != 0 && set & !SET_FLAG <= MAX_SET => set & !SET_FLAG,
+        _ => return Check::Bad,
+    };
+    if dims == 0 || dims > MAX_DIMS {
         return Check::Bad;
     }
-    let len = RECORD_HEADER_WORDS + dims as usize;
+    let len = RECORD_HEADER_WORDS + (dims * count) as usize;
     if rest.len() < len {
         return Check::Short;
     }
-    if checksum(&rest[1..6], &rest[RECORD_HEADER_WORDS..len]) != rest[6] {
+    if checksum(&rest[1..6], rest[7], &rest[RECORD_HEADER_WORDS..len]) != rest[6] {
         return Check::Bad;
     }
     Check::Whole(Record {
         model: pair(rest[2], rest[3]),
         dims,
         text_hash: pair(rest[4], rest[5]),
+        count,
         next: at + len,
     })
 }
@@ -408,10 +424,15 @@ fn next_whole(data: &[u32], from: usize) -> Option<usize> {
         .find(|&at| matches!(check(data, at), Check::Whole(_)))
 }
 
-fn checksum(header: &[u32], vector: &[u32]) -> u32 {
+/// The CRC-32 of a record: its header words from `dims` to the text hash,
+/// its `set` word unless it is 0, and its vectors.
+fn checksum(header: &[u32], set: u32, vectors: &[u32]) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(&to_bytes(header));
-    hasher.update(&to_bytes(vector));
+    if set != 0 {
+        hasher.update(&set.to_le_bytes());
+    }
+    hasher.update(&to_bytes(vectors));
     hasher.finalize()
 }
 
@@ -424,7 +445,15 @@ fn to_bytes(words: &[u32]) -> std::borrow::Cow<'_, [u8]> {
     }
 }
 
-fn push_record(words: &mut Vec<u32>, model: super::Model, text_hash: u64, vector: &[f32]) {
+/// Appends the record of `text_hash`'s set `vectors` (`model.dims` floats
+/// each): a set of one is written as a plain record.
+fn push_record(words: &mut Vec<u32>, model: super::Model, text_hash: u64, vectors: &[f32]) {
+    let count = vectors.len() / model.dims as usize;
+    let set = if count == 1 {
+        0
+    } else {
+        SET_FLAG | count as u32
+    };
     let start = words.len();
     words.extend([
         RECORD_MAGIC,
@@ -434,11 +463,12 @@ fn push_record(words: &mut Vec<u32>, model: super::Model, text_hash: u64, vector
         text_hash as u32,
         (text_hash >> 32) as u32,
         0,
-        0,
+        set,
     ]);
-    words.extend(vector.iter().map(|x| x.to_bits()));
+    words.extend(vectors.iter().map(|x| x.to_bits()));
     words[start + 6] = checksum(
         &words[start + 1..start + 6],
+        set,
         &words[start + RECORD_HEADER_WORDS..],
     );
 }
@@ -463,7 +493,7 @@ mod tests {
         Row {
             key: format!("k{hash}"),
             text_hash: hash,
-            vector,
+            vectors: vector,
         }
     }
 
@@ -558,6 +588,52 @@ mod tests {
         assert_eq!(space.texts(), 0);
         assert!(other.append(&mut space, &[row(4, 0.4)], &call()).is_err());
         assert_eq!(fs::read(&path).unwrap(), bytes);
+    }
+
+    #[test]
+    fn sets_of_several_vectors_and_of_none_are_read_back_and_kept_by_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("m.redb");
+        let (mut a, mut space) = fresh(&store);
+        let mut two = row(1, 0.1).vectors;
+        two.extend(row(1, 0.9).vectors);
+        let rows = [
+            Row {
+                key: "two".into(),
+                text_hash: 1,
+                vectors: two.clone(),
+            },
+            Row {
+                key: "none".into(),
+                text_hash: 2,
+                vectors: Vec::new(),
+            },
+            row(3, 0.3),
+        ];
+        a.append(&mut space, &rows, &call()).unwrap();
+        let (_, read) = fresh(&store);
+        assert_eq!(read.get(1), Some(&two[..]));
+        assert_eq!(read.get(2), Some(&[][..]));
+        assert_eq!(read.get(3), Some(&row(3, 0.3).vectors[..]));
+        assert_eq!((read.texts(), read.damaged), (3, 0));
+        // A record of one vector is the layout from before sets.
+        let bytes = fs::read(a.path()).unwrap();
+        let one = 8 + (RECORD_HEADER_WORDS + 6) * 4 + RECORD_HEADER_WORDS * 4;
+        assert_eq!(&bytes[one + 28..one + 32], &[0, 0, 0, 0]);
+        // The count is covered by the checksum.
+        let mut damaged = bytes.clone();
+        damaged[8 + 28] ^= 0x01;
+        fs::write(a.path(), &damaged).unwrap();
+        let (_, read) = fresh(&store);
+        assert_eq!((read.texts(), read.damaged), (2, 1));
+        fs::write(a.path(), &bytes).unwrap();
+        let (mut a, mut space) = fresh(&store);
+        let many: Vec<Row> = (10..1100).map(|hash| row(hash, 0.5)).collect();
+        a.append(&mut space, &many, &call()).unwrap();
+        assert!(a.compact(&mut space, &[1, 2], &call()).unwrap());
+        assert_eq!(space.get(1), Some(&two[..]));
+        assert_eq!(space.get(2), Some(&[][..]));
+        assert_eq!(space.texts(), 2);
     }
 
     #[test]

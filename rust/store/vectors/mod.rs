@@ -29,15 +29,16 @@ pub mod space;
 use crate::error::Result;
 use crate::store::medium::{Call, Medium};
 
-pub use space::{MAX_DIMS, Model, Space};
+pub use space::{MAX_DIMS, MAX_SET, Model, Set, Space};
 
-/// One vector to store: the entry's key (the PostgreSQL table is keyed by
-/// it), the hash of the text it was computed from, and the vector itself,
-/// normalised to length 1.
+/// One entry text's set of vectors to store: the entry's key (the
+/// PostgreSQL table is keyed by it), the hash of the text they were
+/// computed from, and the vectors themselves, each normalised to length 1,
+/// one after the other (none, one or several: `space.rs`).
 pub struct Row {
     pub key: String,
     pub text_hash: u64,
-    pub vector: Vec<f32>,
+    pub vectors: Vec<f32>,
 }
 
 /// Where a medium keeps its vectors.

@@ -1,16 +1,25 @@
-//! One model's vectors in memory: a flat buffer of `f32` rows, each found
-//! by the hash of the text it was computed from.
+//! One model's vectors in memory: a flat buffer of `f32` rows, found by
+//! the hash of the entry text they were computed from.
+//!
+//! An entry's text has a *set* of vectors (§15.4): one for the default
+//! `key + "\n" + value`, several when the embedder embeds several texts of
+//! the entry (the fields of a framework's item), none when it embeds nothing
+//! of it (the entry is done, not missing). A set's vectors are consecutive
+//! rows.
 //!
 //! The buffer is filled without a copy per vector: the companion file is
 //! read straight into it (its records are 4-byte words, the vector words
-//! left in place), and the PostgreSQL rows are appended to it. A row is a
-//! word offset into the buffer; every stored vector is normalised, so a
-//! dot product is a cosine.
+//! left in place), and the PostgreSQL rows are appended to it. A set is a
+//! word offset into the buffer and a count; every stored vector is
+//! normalised, so a dot product is a cosine.
 
 use rustc_hash::FxHashMap;
 
 /// The largest number of dimensions a vector may have.
 pub const MAX_DIMS: u32 = 16_384;
+
+/// The most vectors one entry's text may have.
+pub const MAX_SET: u32 = 1024;
 
 /// A model: the hash of its name and its number of dimensions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,8 +32,8 @@ pub struct Space {
     pub model: Model,
     /// Words as read from the source; vectors are `dims` words each.
     data: Vec<u32>,
-    /// Text hash → offset of the newest vector of that text in `data`.
-    by_hash: FxHashMap<u64, u32>,
+    /// Text hash → the newest set of vectors of that text in `data`.
+    by_hash: FxHashMap<u64, Set>,
     /// Records of this model read (superseded ones included).
     pub rows: usize,
     /// Records that could not be read: skipped, never served.
@@ -34,9 +43,9 @@ pub struct Space {
     /// Bumped whenever a row is added or the space is cleared, so that a
     /// view's table of which entry has which row knows when it is stale.
     pub version: u64,
-    /// The views' table of rows by entry (see `views::semantic`): kept here
-    /// because it depends on both the entries and the rows.
-    pub by_entry: Vec<u32>,
+    /// The views' table of sets by entry (see `views::semantic`): kept
+    /// here because it depends on both the entries and the rows.
+    pub by_entry: Vec<Set>,
     pub by_entry_stamp: Option<(u64, u64, u64)>,
     /// A source's position: the newest change read (PostgreSQL's `seq`).
     pub(crate) source_seq: i64,
@@ -44,8 +53,24 @@ pub struct Space {
     pub(crate) source_ready: bool,
 }
 
-/// "No row" in [`Space::by_entry`].
-pub const NO_ROW: u32 = u32::MAX;
+/// The vectors of one text: `count` rows from word `at` of the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Set {
+    pub at: u32,
+    pub count: u32,
+}
+
+impl Set {
+    /// "No vectors stored" (the text is missing), in [`Space::by_entry`].
+    pub const MISSING: Set = Set {
+        at: u32::MAX,
+        count: 0,
+    };
+
+    pub fn is_missing(self) -> bool {
+        self.at == u32::MAX
+    }
+}
 
 impl Space {
     pub fn new(model: Model) -> Space {
@@ -90,49 +115,59 @@ impl Space {
         &self.data
     }
 
-    /// Records the vector at word `at` of the buffer as `text_hash`'s.
-    pub(crate) fn index(&mut self, text_hash: u64, at: usize) {
-        debug_assert!(at + self.dims() <= self.data.len());
-        self.by_hash.insert(text_hash, at as u32);
+    /// Records the `count` vectors from word `at` of the buffer as
+    /// `text_hash`'s set.
+    pub(crate) fn index(&mut self, text_hash: u64, at: usize, count: u32) {
+        debug_assert!(at + count as usize * self.dims() <= self.data.len());
+        let set = Set {
+            at: at as u32,
+            count,
+        };
+        self.by_hash.insert(text_hash, set);
         self.rows += 1;
         self.version += 1;
     }
 
-    /// Appends `vector` (normalised, `dims` long) as `text_hash`'s.
-    pub(crate) fn push(&mut self, text_hash: u64, vector: &[f32]) {
-        debug_assert_eq!(vector.len(), self.dims());
+    /// Appends `vectors` (normalised, `dims` each, any number up to
+    /// [`MAX_SET`]) as `text_hash`'s set.
+    pub(crate) fn push(&mut self, text_hash: u64, vectors: &[f32]) {
+        debug_assert_eq!(vectors.len() % self.dims(), 0);
         let at = self.data.len();
-        self.data.extend(vector.iter().map(|x| x.to_bits()));
-        self.index(text_hash, at);
+        self.data.extend(vectors.iter().map(|x| x.to_bits()));
+        self.index(text_hash, at, (vectors.len() / self.dims()) as u32);
     }
 
-    /// The offset of the vector of `text_hash`, or [`NO_ROW`].
-    pub fn row_of(&self, text_hash: u64) -> u32 {
-        self.by_hash.get(&text_hash).copied().unwrap_or(NO_ROW)
+    /// The set of `text_hash`, or [`Set::MISSING`].
+    pub fn set_of(&self, text_hash: u64) -> Set {
+        self.by_hash
+            .get(&text_hash)
+            .copied()
+            .unwrap_or(Set::MISSING)
     }
 
-    /// The vector at offset `at` (from [`Space::row_of`]).
-    pub fn vector(&self, at: u32) -> &[f32] {
-        let at = at as usize;
-        bytemuck::cast_slice(&self.data[at..at + self.dims()])
+    /// The vectors of `set` (from [`Space::set_of`]), one after the other.
+    pub fn vectors(&self, set: Set) -> &[f32] {
+        let at = set.at as usize;
+        bytemuck::cast_slice(&self.data[at..at + set.count as usize * self.dims()])
     }
 
-    /// The vector of `text_hash`, when one is stored.
+    /// The vectors of `text_hash`, one after the other (none for a text
+    /// embedded as nothing), when its set is stored.
     pub fn get(&self, text_hash: u64) -> Option<&[f32]> {
-        let at = self.row_of(text_hash);
-        (at != NO_ROW).then(|| self.vector(at))
+        let set = self.set_of(text_hash);
+        (!set.is_missing()).then(|| self.vectors(set))
     }
 
-    /// How many texts have a vector.
+    /// How many texts have a set.
     pub fn texts(&self) -> usize {
         self.by_hash.len()
     }
 
-    /// Every `(text hash, vector)` of the space.
+    /// Every `(text hash, vectors)` of the space.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &[f32])> {
         self.by_hash
             .iter()
-            .map(|(&hash, &at)| (hash, self.vector(at)))
+            .map(|(&hash, &set)| (hash, self.vectors(set)))
     }
 }
 
@@ -174,6 +209,21 @@ mod tests {
         assert_eq!(space.get(12), Some(&[0.0f32, 1.0][..]));
         assert_eq!(space.get(13), None);
         assert_eq!((space.rows, space.texts()), (3, 2));
+    }
+
+    #[test]
+    fn a_set_holds_any_number_of_vectors_and_none_is_not_missing() {
+        let mut space = Space::new(Model {
+            name_hash: 7,
+            dims: 2,
+        });
+        space.push(11, &[1.0, 0.0, 0.0, 1.0]);
+        space.push(12, &[]);
+        assert_eq!(space.set_of(11).count, 2);
+        assert_eq!(space.get(11), Some(&[1.0f32, 0.0, 0.0, 1.0][..]));
+        assert_eq!(space.get(12), Some(&[][..]));
+        assert!(!space.set_of(12).is_missing());
+        assert!(space.set_of(13).is_missing());
     }
 
     #[test]
