@@ -32,6 +32,7 @@
 pub mod change_set;
 pub mod core_indexes;
 pub(crate) mod idle_reaper;
+pub mod image;
 pub mod maintenance;
 pub mod medium;
 pub mod mirror;
@@ -86,6 +87,14 @@ struct State {
     holds: usize,
     /// The vectors of the model last asked for (§15.4), once asked.
     vectors: Option<vectors::Vectors>,
+}
+
+impl State {
+    /// Gives the medium's lock up, handing it the mirror the lock ends
+    /// with.
+    fn release(&mut self) {
+        self.medium.release(self.mirror.as_ref());
+    }
 }
 
 /// Open stores of this process, by the identity of their medium.
@@ -182,7 +191,7 @@ impl Store {
         if !self.closed.swap(true, Ordering::SeqCst) {
             let mut state = lock(&self.shared.state);
             if state.holds == 0 {
-                state.medium.release();
+                state.release();
             }
         }
     }
@@ -379,7 +388,7 @@ impl Store {
         let mut state = lock(&self.shared.state);
         state.holds = state.holds.saturating_sub(1);
         if state.holds == 0 {
-            state.medium.release();
+            state.release();
         }
     }
 
@@ -444,7 +453,8 @@ impl Store {
             ))
         });
         if state.holds == 0 {
-            state.medium.after_call();
+            let State { medium, mirror, .. } = &mut *state;
+            medium.after_call(mirror.as_ref());
         }
         if !was_locked && state.medium.holds_lock() {
             idle_reaper::watch(Arc::downgrade(&self.shared) as Weak<dyn IdleHolder>);
@@ -462,7 +472,8 @@ impl IdleHolder for Shared {
         if state.holds > 0 {
             return state.medium.holds_lock();
         }
-        state.medium.release_if_idle(now)
+        let State { medium, mirror, .. } = &mut *state;
+        medium.release_if_idle(now, mirror.as_ref())
     }
 }
 
@@ -480,7 +491,7 @@ pub fn release_all_leases() {
     for shared in open_stores() {
         let mut state = lock(&shared.state);
         if state.holds == 0 {
-            state.medium.release();
+            state.release();
         }
     }
 }

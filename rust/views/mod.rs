@@ -97,6 +97,7 @@ impl Derived for Views {
 
 /// The views' indexes of `mirror`.
 fn views(mirror: &Mirror) -> &Views {
+    register_image_sections();
     mirror
         .derived(|| Box::new(Views::default()))
         .as_any()
@@ -116,9 +117,28 @@ pub fn memory_rows(mirror: &Mirror) -> Arc<Vec<Value>> {
 /// The substring-search index, built on first use.
 pub fn search_index(mirror: &Mirror) -> &SearchIndex {
     views(mirror).search.get_or_init(|| {
+        if let Some(index) = mirror
+            .image_base()
+            .as_ref()
+            .and_then(SearchIndex::from_image)
+        {
+            return index;
+        }
         let entries: Vec<&Arc<Entry>> = mirror.iter().collect();
         SearchIndex::build(&entries)
     })
+}
+
+/// The views' sections of an image of `entries` (sorted by key), which a
+/// new process's views take instead of building their indexes
+/// (`store/image/`).
+pub fn image_sections(entries: &[&Arc<Entry>]) -> Vec<(u32, Vec<u8>)> {
+    SearchIndex::image_sections(entries)
+}
+
+/// Has the images this process writes carry the views' sections.
+pub fn register_image_sections() {
+    crate::store::image::set_view_sections(image_sections);
 }
 
 /// §15.4: the hashes of the entries' texts by render id, built on first

@@ -552,7 +552,7 @@ impl Medium for PostgresMedium {
         });
         match outcome {
             Ok(()) => self.session_lock = SessionLock::Held,
-            Err(_) => self.release(),
+            Err(_) => self.release(None),
         }
         outcome
     }
@@ -562,13 +562,13 @@ impl Medium for PostgresMedium {
     }
 
     /// Nothing is kept locked between calls, except in a `hold()` block.
-    fn after_call(&mut self) {}
+    fn after_call(&mut self, _mirror: Option<&Mirror>) {}
 
-    fn release_if_idle(&mut self, _now: Instant) -> bool {
+    fn release_if_idle(&mut self, _now: Instant, _mirror: Option<&Mirror>) -> bool {
         self.session_lock.in_block()
     }
 
-    fn release(&mut self) {
+    fn release(&mut self, _mirror: Option<&Mirror>) {
         self.abort_transaction();
         let taken = self.session_lock.taken();
         self.session_lock = SessionLock::Free;
@@ -611,6 +611,6 @@ impl Medium for PostgresMedium {
 
 impl Drop for PostgresMedium {
     fn drop(&mut self) {
-        self.release();
+        self.release(None);
     }
 }
