@@ -33,7 +33,8 @@ pytestmark = pytest.mark.redb_only
 READER = r"""
 import json, sys
 import membolt
-store = membolt.MemoryStore(sys.argv[1])
+project = sys.argv[2] if len(sys.argv) > 2 else None
+store = membolt.MemoryStore(sys.argv[1], **({"project": project} if project else {}))
 out = {
     "entries": [e.to_dict() for e in store.entries()],
     "search": [[e.key for e in store.search(q)] for q in ("alpha", "KEY:00", "é", "x")],
@@ -54,10 +55,10 @@ def image_of(path: Path) -> Path:
     return Path(f"{path}.image")
 
 
-def new_process(path: Path, image: str) -> dict[str, object]:
+def new_process(path: Path | str, image: str, project: str = "") -> dict[str, object]:
     env = {**os.environ, "MEMBOLT_IMAGE": image}
     done = subprocess.run(
-        [sys.executable, "-c", READER, str(path)],
+        [sys.executable, "-c", READER, str(path), project],
         capture_output=True,
         text=True,
         env=env,
@@ -73,8 +74,8 @@ def value(i: int, round_: int = 0) -> str:
     return f"value {i} {words[i % 5]} {words[i // 5 % 5]} round {round_}"
 
 
-def fill(path: Path, count: int) -> None:
-    store = MemoryStore(path)
+def fill(path: Path | str, count: int, project: str | None = None) -> None:
+    store = MemoryStore(path, project=project) if project else MemoryStore(path)
     store.save_many([(f"key:{i:04}", value(i)) for i in range(count)], caps=False)
     store.close()
     membolt._core._release_all()
@@ -217,3 +218,35 @@ def test_a_writer_killed_while_writing_the_image_leaves_a_store_that_opens(
         report = membolt.doctor.inspect(store_path)
         assert report.problems == (), report.problems
     print(f"\nimage kill campaign: {json.dumps(counts)}")
+
+
+@pytest.mark.usefixtures("always")
+def test_a_postgresql_project_image_under_the_store_home(
+    postgres_url: str, project: str, tmp_path: Path
+) -> None:
+    fill(postgres_url, 300, project)
+    images = list((tmp_path / "home" / "postgresql-images").glob("*.image"))
+    assert len(images) == 1
+    with_image = new_process(postgres_url, "always", project)
+    assert with_image == new_process(postgres_url, "off", project)
+    # Changes by another process: read from the server on top of the image.
+    store = MemoryStore(postgres_url, project=project)
+    store.save("key:0001", "alpha changed")
+    store.delete("key:0002")
+    store.save("new:key", "alpha new")
+    store.link("new:key", "key:0003")
+    changed = new_process(postgres_url, "always", project)
+    store.close()
+    assert changed == new_process(postgres_url, "off", project)
+    assert changed != with_image
+    # A damaged image, or another project's, is not used.
+    other = f"{project}-other"
+    fill(postgres_url, 300, other)
+    for bad in (images[0].read_bytes()[:-9], b"junk"):
+        images[0].write_bytes(bad)
+        assert new_process(postgres_url, "always", project) == changed
+    others = [
+        i for i in (tmp_path / "home" / "postgresql-images").glob("*.image") if i != images[0]
+    ]
+    images[0].write_bytes(others[0].read_bytes())
+    assert new_process(postgres_url, "always", project) == changed

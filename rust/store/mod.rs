@@ -125,14 +125,20 @@ impl Store {
     }
 
     /// Opens (lazily: nothing is connected until the first call) the
-    /// project `project` on the PostgreSQL server at `url` (§12).
-    pub fn open_postgres(url: &str, project: &str, busy_timeout: Duration) -> Result<Store> {
+    /// project `project` on the PostgreSQL server at `url` (§12), keeping
+    /// its image (`store/image/`) in `image_dir` when given.
+    pub fn open_postgres(
+        url: &str,
+        project: &str,
+        busy_timeout: Duration,
+        image_dir: Option<&std::path::Path>,
+    ) -> Result<Store> {
         let _pass = fork_gate::enter();
         request::validate_project(project)?;
         let address = postgres::Address::parse(url)?;
         let identity = address.identity(project);
         Ok(Store::with_medium(identity, busy_timeout, None, || {
-            Box::new(postgres::PostgresMedium::new(address, project))
+            Box::new(postgres::PostgresMedium::new(address, project, image_dir))
         }))
     }
 

@@ -1,9 +1,11 @@
 //! Writing an image: into `<store>.image.new`, synced, then renamed over
 //! `<store>.image`, so that a reader sees the old image or the new one,
 //! whole, and a writer killed part way leaves only the `.new` file (which
-//! nobody reads and the next writer overwrites). Only a process holding
-//! the store's write lock writes one, so two writers never share the
-//! `.new` file.
+//! nobody reads and the next writer overwrites). A store file's image is
+//! written only by the process holding the store's write lock, so two
+//! writers never share the `.new` file; an image that processes write
+//! without a lock (a PostgreSQL project's local image) is written under a
+//! name of the writing process's own ([`write_image_unlocked`]).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -30,27 +32,58 @@ pub fn write_image(
     entries: &[&Arc<Entry>],
     extra: Vec<(u32, Vec<u8>)>,
 ) -> io::Result<()> {
+    let mut new_name = store.as_os_str().to_owned();
+    new_name.push(NEW_SUFFIX);
+    let new_path = std::path::PathBuf::from(new_name);
+    let _ = std::fs::remove_file(&new_path);
+    write_via(&new_path, store, stamp, clock, entries, extra)
+}
+
+/// [`write_image`] for an image that no lock guards: the temporary file's
+/// name is the process's own (`<store>.image.new.<pid>.<random>`), so two
+/// writers never write one file; the last rename wins, and either image is
+/// whole.
+pub fn write_image_unlocked(
+    store: &Path,
+    stamp: &Stamp,
+    clock: i64,
+    entries: &[&Arc<Entry>],
+    extra: Vec<(u32, Vec<u8>)>,
+) -> io::Result<()> {
+    let mut new_name = store.as_os_str().to_owned();
+    new_name.push(format!(
+        "{NEW_SUFFIX}.{}.{:016x}",
+        std::process::id(),
+        crate::random::random_u64()
+    ));
+    write_via(Path::new(&new_name), store, stamp, clock, entries, extra)
+}
+
+fn write_via(
+    new_path: &Path,
+    store: &Path,
+    stamp: &Stamp,
+    clock: i64,
+    entries: &[&Arc<Entry>],
+    extra: Vec<(u32, Vec<u8>)>,
+) -> io::Result<()> {
     if stamp.store_id.len() > MAX_STORE_ID || extra.len() + 4 > MAX_SECTIONS {
         return Err(io::Error::other(
             "the image cannot hold this store's identity",
         ));
     }
     let final_path = path_for(store);
-    let mut new_name = store.as_os_str().to_owned();
-    new_name.push(NEW_SUFFIX);
-    let new_path = std::path::PathBuf::from(new_name);
-    let _ = std::fs::remove_file(&new_path);
     let file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(&new_path)?;
+        .open(new_path)?;
     let written = write_into(&file, stamp, clock, entries, extra)
         .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&new_path, &final_path));
+        .and_then(|()| std::fs::rename(new_path, &final_path));
     if written.is_err() {
-        let _ = std::fs::remove_file(&new_path);
+        let _ = std::fs::remove_file(new_path);
     }
     written
 }
