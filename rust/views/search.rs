@@ -109,6 +109,8 @@ pub struct SearchIndex {
     /// Per image slot: set once its entry went (the slot is then free, or
     /// reused for another key that `slot_of` maps).
     base_dead: Vec<bool>,
+    /// Image slots not dead.
+    base_live: usize,
     /// The signatures by column: word `w` of slot `s` is `signatures[w][s]`.
     /// A query first streams through the one column its trigrams fill most
     /// (an eighth of the signature bytes, and the most selective test), then
@@ -195,6 +197,7 @@ impl SearchIndex {
             docs: vec![None; count],
             base: Some(base.clone()),
             base_dead: vec![false; count],
+            base_live: count,
             signatures,
             text,
             stamps: (0..count).map(|i| base.image().updated_at(i)).collect(),
@@ -226,6 +229,15 @@ impl SearchIndex {
             (LOWERED_LENGTHS, lengths),
             (SIGNATURES, signatures),
         ]
+    }
+
+    /// The number of entries indexed.
+    pub fn len(&self) -> usize {
+        self.slot_of.len() + self.base_live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The live slot of `key`.
@@ -277,8 +289,11 @@ impl SearchIndex {
     /// Frees a live slot whose key `slot_of` no longer maps.
     fn remove_slot(&mut self, slot: u32) {
         let at = slot as usize;
-        if let Some(dead) = self.base_dead.get_mut(at) {
+        if let Some(dead) = self.base_dead.get_mut(at)
+            && !*dead
+        {
             *dead = true;
+            self.base_live -= 1;
         }
         self.docs[at] = None;
         for column in &mut self.signatures {
@@ -306,7 +321,7 @@ impl SearchIndex {
             .filter(|&(_, bits)| bits != 0)
             .collect();
         tests.sort_by_key(|&(_, bits)| Reverse(bits.count_ones()));
-        let live = self.slot_of.len();
+        let live = self.len();
         let mut hits = Vec::new();
         let scan_all = || {
             let mut hits = Vec::new();
