@@ -8,6 +8,8 @@ use std::sync::Arc;
 use membolt::entry::Entry;
 use membolt::store::image::{self, MIN_ENTRIES};
 use membolt::store::{DEFAULT_BUSY_TIMEOUT, Store, release_all_leases};
+use membolt::views::ranked_search::ranked_search;
+use membolt::views::render::render;
 use membolt::views::search::{SearchIndex, search, search_ranked};
 
 const COUNT: usize = MIN_ENTRIES + 500;
@@ -65,11 +67,16 @@ fn copy(path: &Path, to: &Path, with_image: bool) -> PathBuf {
     copy
 }
 
+/// A ranked search's answer: how many qualify, the first with scores.
+type Ranked = (usize, Vec<(Arc<Entry>, f64)>);
+
 struct Answers {
     entries: Vec<Arc<Entry>>,
     found: Vec<Vec<Arc<Entry>>>,
     ranked: Vec<(usize, Vec<Arc<Entry>>)>,
     children: Vec<Arc<str>>,
+    rendered: Vec<String>,
+    words: Vec<Ranked>,
     from_image: bool,
 }
 
@@ -89,7 +96,19 @@ fn answers(path: &Path) -> Answers {
         .iter()
         .map(|q| store.read(|m| search_ranked(m, q, 7)).unwrap())
         .collect();
+    // The ranked search first: on an image with a recall section, the
+    // render index (and its recall index) come from the image.
+    let words = ["gamma delta", "épée timeout", "round", "key"]
+        .iter()
+        .map(|q| store.read(|m| ranked_search(m, q, Some(6))).unwrap())
+        .collect();
+    let rendered = ["alpha beta", "timeout", ""]
+        .iter()
+        .map(|focus| store.read(|m| render(m, focus, 400, 0)).unwrap())
+        .collect();
     let answers = Answers {
+        rendered,
+        words,
         entries: store.entries().unwrap(),
         found,
         ranked,
@@ -105,6 +124,8 @@ fn assert_same(a: &Answers, b: &Answers) {
     assert_eq!(a.found, b.found);
     assert_eq!(a.ranked, b.ranked);
     assert_eq!(a.children, b.children);
+    assert_eq!(a.rendered, b.rendered);
+    assert_eq!(a.words, b.words);
 }
 
 #[test]
@@ -231,6 +252,14 @@ fn an_image_older_than_the_ring_remembers_is_not_used_and_is_rewritten() {
             .put_exact((0..COUNT).map(|i| entry(i, round)).collect())
             .unwrap();
     }
+    store.close();
+    release_all_leases();
+    drop(store);
+    // A process rewrites images at most so often (its leases may have ended
+    // between the rounds, each time with the image due): the next process
+    // whose lease ends writes the current one.
+    let store = Store::open(&path, DEFAULT_BUSY_TIMEOUT).unwrap();
+    assert!(!store.delete("absent").unwrap());
     store.close();
     release_all_leases();
     let new_image = std::fs::read(image::path_for(&path)).unwrap();
