@@ -71,6 +71,7 @@ query, focus = argument.split("|")
 calls = {
     "search": lambda: store.search(query),
     "render": lambda: store.render(focus, 500, now_ms=0),
+    "save": lambda: store.save("bench:first-save", "a value of a first save"),
 }
 steps = [calls[name] for name in mode.split("+")]
 def first():
@@ -190,12 +191,21 @@ def first_query(size: int) -> str:
 
 SQLITE_CHILD = r"""
 import json, sqlite3, sys, time
-path, query = sys.argv[1], sys.argv[2]
+path, query, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 started = time.perf_counter()
-db = sqlite3.connect(path)
-db.execute(
-    "SELECT key FROM memory WHERE key LIKE ?1 OR value LIKE ?1", (f"%{query}%",)
-).fetchall()
+db = sqlite3.connect(path, isolation_level=None)
+if mode == "search":
+    db.execute(
+        "SELECT key FROM memory WHERE key LIKE ?1 OR value LIKE ?1", (f"%{query}%",)
+    ).fetchall()
+else:
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("BEGIN")
+    db.execute(
+        "INSERT OR REPLACE INTO memory VALUES (?, ?)",
+        ("bench:first-save", "a value of a first save"),
+    )
+    db.execute("COMMIT")
 print(json.dumps({"first_ms": (time.perf_counter() - started) * 1e3}))
 """
 
@@ -313,19 +323,26 @@ def main() -> None:
             both = f"{query}|{focus}"
             database = Path(tmp) / f"workload-{size}.sqlite"
             shutil.copyfile(sqlite_copy(workload, size), database)
-            sqlite_times = sorted(
-                run_child(sys.executable, SQLITE_CHILD, str(database), query)["first_ms"]
-                for _ in range(args.rounds)
-            )
-            rows.append(
-                f"| sqlite3 open + LIKE | {size:,} | {sys.executable} | "
-                f"{statistics.median(sqlite_times):.0f} "
-                f"({sqlite_times[0]:.0f}-{sqlite_times[-1]:.0f}) | | | | | |"
-            )
+            for sqlite_label, sqlite_mode in (
+                ("sqlite3 open + LIKE", "search"),
+                ("sqlite3 open + first save (WAL, FULL)", "save"),
+            ):
+                sqlite_times = sorted(
+                    run_child(sys.executable, SQLITE_CHILD, str(database), query, sqlite_mode)[
+                        "first_ms"
+                    ]
+                    for _ in range(args.rounds)
+                )
+                rows.append(
+                    f"| {sqlite_label} | {size:,} | {sys.executable} | "
+                    f"{statistics.median(sqlite_times):.0f} "
+                    f"({sqlite_times[0]:.0f}-{sqlite_times[-1]:.0f}) | | | | | |"
+                )
             cases = [
                 ("open + first search", "search", workload, both),
                 ("open + first render", "render", agent, both),
                 ("open + render + search", "render+search", agent, both),
+                ("open + first save", "save", workload, both),
             ]
             for case, (label, mode, path, argument) in enumerate(cases):
                 # A copy per interpreter: a build must not find the sidecar
