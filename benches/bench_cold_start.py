@@ -6,6 +6,7 @@ durable save (on tmpfs, where fsync is nearly free, so what is left is CPU).
     python benches/bench_cold_start.py                       # 100k entries
     python benches/bench_cold_start.py --sizes 100000,1000000 --rounds 9
     python benches/bench_cold_start.py --python /other/venv/bin/python   # A/B
+    python benches/bench_cold_start.py --image-off    # also each build with MEMBOLT_IMAGE=off
 
 Every cold figure comes from a new interpreter (``subprocess``), so nothing
 (allocator state, page cache of the extension, lazily built indexes) carries
@@ -14,6 +15,13 @@ venv holding the main-branch build and one holding this branch), rounds
 alternate between them, so both see the same machine load; compare figures
 of one run only. The load average is printed with the table: on a shared
 machine, distrust a run taken while it is high.
+
+Beside them, in the same rounds: stdlib ``sqlite3`` opening a database of
+the same texts and answering the first query with ``LIKE`` (what a new
+process of the simplest alternative pays). Each copied store is primed by
+this interpreter's build, which takes the write lease once: a build that
+keeps an image (``<store>.image``, docs/architecture.md) writes it then, as
+the writer that last used a store would have; older builds ignore it.
 
 Stores (built once, cached under ``$MEMBOLT_BENCH_CACHE``, default
 ``/tmp/membolt-bench-cache``, and copied to a temporary directory per run):
@@ -63,6 +71,7 @@ query, focus = argument.split("|")
 calls = {
     "search": lambda: store.search(query),
     "render": lambda: store.render(focus, 500, now_ms=0),
+    "save": lambda: store.save("bench:first-save", "a value of a first save"),
 }
 steps = [calls[name] for name in mode.split("+")]
 def first():
@@ -180,6 +189,66 @@ def first_query(size: int) -> str:
     return Workload(size).queries()[0]
 
 
+SQLITE_CHILD = r"""
+import json, sqlite3, sys, time
+path, query, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+started = time.perf_counter()
+db = sqlite3.connect(path, isolation_level=None)
+if mode == "search":
+    db.execute(
+        "SELECT key FROM memory WHERE key LIKE ?1 OR value LIKE ?1", (f"%{query}%",)
+    ).fetchall()
+else:
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("BEGIN")
+    db.execute(
+        "INSERT OR REPLACE INTO memory VALUES (?, ?)",
+        ("bench:first-save", "a value of a first save"),
+    )
+    db.execute("COMMIT")
+print(json.dumps({"first_ms": (time.perf_counter() - started) * 1e3}))
+"""
+
+
+def sqlite_copy(store: Path, size: int) -> Path:
+    """A sqlite database (WAL) of the texts of the workload store of
+    ``size`` entries, cached beside it."""
+    cached = CACHE / f"workload-{size}.sqlite"
+    if not cached.exists():
+        import sqlite3
+
+        import membolt
+
+        partial = cached.with_suffix(".partial")
+        partial.unlink(missing_ok=True)
+        reader = membolt.MemoryStore(store, timeout=60)
+        db = sqlite3.connect(partial)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE memory (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.executemany(
+            "INSERT INTO memory VALUES (?, ?)", ((e.key, e.value) for e in reader.entries())
+        )
+        db.commit()
+        db.close()
+        reader.close()
+        partial.rename(cached)
+    return cached
+
+
+def image_sizes(path: Path) -> str:
+    """The image's size beside the raw text (keys and values) it holds."""
+    import membolt
+
+    image = Path(f"{path}.image")
+    if not image.exists():
+        return "no image"
+    reader = membolt.MemoryStore(path, timeout=60)
+    raw = sum(len(e.key.encode()) + len(e.value.encode()) for e in reader.entries())
+    reader.close()
+    size = image.stat().st_size
+    return f"image {size / 2**20:.1f} MiB = {size / raw:.2f}x the raw text ({raw / 2**20:.1f} MiB)"
+
+
 def prime(path: Path) -> None:
     """Gives a copied store the `.sync` sidecar a store in use has, so that
     no build reloads the whole store on every call for want of one: taking
@@ -193,9 +262,15 @@ def prime(path: Path) -> None:
     membolt._core._release_all()
 
 
-def run_child(python: str, script: str, *args: str) -> dict[str, float]:
+def run_child(
+    python: str, script: str, *args: str, env: dict[str, str] | None = None
+) -> dict[str, float]:
     done = subprocess.run(
-        [python, "-c", script, *args], capture_output=True, text=True, check=False
+        [python, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **(env or {})},
     )
     if done.returncode != 0:
         raise RuntimeError(f"{python} failed:\n{done.stderr}")
@@ -218,10 +293,23 @@ def main() -> None:
     parser.add_argument("--saves", type=int, default=500, help="saves per save measurement")
     parser.add_argument("--skip-save", action="store_true")
     parser.add_argument("--tmpfs", default="/dev/shm", help="where the save test runs")
+    parser.add_argument(
+        "--image-off", action="store_true", help="also run each build with MEMBOLT_IMAGE=off"
+    )
     args = parser.parse_args()
-    pythons = args.python or [sys.executable]
+    # Each variant: an interpreter and the environment it runs in.
+    variants = [(python, "") for python in args.python or [sys.executable]]
+    if args.image_off:
+        variants += [(python, "MEMBOLT_IMAGE=off") for python, _ in variants]
+    pythons = [f"{python} {setting}".strip() for python, setting in variants]
+    environments = {
+        f"{python} {setting}".strip(): dict([setting.split("=")]) if setting else {}
+        for python, setting in variants
+    }
+    executables = {f"{python} {setting}".strip(): python for python, setting in variants}
     print(f"load average before: {loadavg()}", file=sys.stderr)
     rows: list[str] = []
+    sizes_noted: list[str] = []
     with tempfile.TemporaryDirectory(prefix="membolt-cold-") as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             workload = Path(tmp) / f"workload-{size}" / "memory.redb"
@@ -233,10 +321,28 @@ def main() -> None:
             shutil.copyfile(agent_path, agent)
             query = first_query(size)
             both = f"{query}|{focus}"
+            database = Path(tmp) / f"workload-{size}.sqlite"
+            shutil.copyfile(sqlite_copy(workload, size), database)
+            for sqlite_label, sqlite_mode in (
+                ("sqlite3 open + LIKE", "search"),
+                ("sqlite3 open + first save (WAL, FULL)", "save"),
+            ):
+                sqlite_times = sorted(
+                    run_child(sys.executable, SQLITE_CHILD, str(database), query, sqlite_mode)[
+                        "first_ms"
+                    ]
+                    for _ in range(args.rounds)
+                )
+                rows.append(
+                    f"| {sqlite_label} | {size:,} | {sys.executable} | "
+                    f"{statistics.median(sqlite_times):.0f} "
+                    f"({sqlite_times[0]:.0f}-{sqlite_times[-1]:.0f}) | | | | | |"
+                )
             cases = [
                 ("open + first search", "search", workload, both),
                 ("open + first render", "render", agent, both),
                 ("open + render + search", "render+search", agent, both),
+                ("open + first save", "save", workload, both),
             ]
             for case, (label, mode, path, argument) in enumerate(cases):
                 # A copy per interpreter: a build must not find the sidecar
@@ -248,11 +354,20 @@ def main() -> None:
                     shutil.copyfile(path, copy)
                     prime(copy)
                     copies[python] = copy
+                if case < 2:
+                    sizes_noted.append(f"{label}, {size:,}: {image_sizes(copy)}")
                 results: dict[str, list[dict[str, float]]] = {p: [] for p in pythons}
                 for _ in range(args.rounds):
                     for python in pythons:
                         results[python].append(
-                            run_child(python, CHILD, mode, str(copies[python]), argument)
+                            run_child(
+                                executables[python],
+                                CHILD,
+                                mode,
+                                str(copies[python]),
+                                argument,
+                                env=environments[python],
+                            )
                         )
                 for python in pythons:
                     got = results[python]
@@ -274,6 +389,7 @@ def main() -> None:
         )
         print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
         print("\n".join(rows))
+        print("\n" + "\n".join(sizes_noted))
 
         if not args.skip_save:
             save_rows = []
@@ -283,7 +399,12 @@ def main() -> None:
                     path = Path(shm) / "memory.redb"
                     shutil.copyfile(build_workload_store(size), path)
                     got = run_child(
-                        python, SAVE_CHILD, str(path), str(Path(shm) / "s.db"), str(args.saves)
+                        executables[python],
+                        SAVE_CHILD,
+                        str(path),
+                        str(Path(shm) / "s.db"),
+                        str(args.saves),
+                        env=environments[python],
                     )
                 save_rows.append(
                     f"| {python} | {got['save_new_us']:.0f} / {got['save_new_cpu_us']:.0f} | "

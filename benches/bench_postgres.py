@@ -20,7 +20,9 @@ as many rows. Figures are p50 times; ratios are what to compare.
 * open: in a new process, open + load (connect, check the schema, read and
   check every row, build the mirror) vs connect + fetch every row with
   psycopg; then the first render (which builds the render indexes, as it
-  does on a file);
+  does on a file); and open + catch up from the project's image on this
+  machine (§1.4: the image mapped, the rows changed since fetched, here
+  none) vs connect + fetch no row with psycopg;
 * 4 x 500 saves: four processes saving into one project (serialised by its
   lock), and into four projects (which never wait for each other), vs four
   psycopg processes upserting into one table.
@@ -31,9 +33,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -145,26 +149,33 @@ OPEN_PSYCOPG = """
 import sys, time, psycopg
 start = time.perf_counter()
 with psycopg.connect(sys.argv[1]) as db:
-    rows = db.execute("SELECT key, value FROM " + sys.argv[2]).fetchall()
+    rows = db.execute("SELECT key, value FROM " + sys.argv[2] + sys.argv[3]).fetchall()
 print(time.perf_counter() - start)
 """
 
 
 def open_and_render(
-    server: PostgresServer, project: str, table: str, repeat: int
+    server: PostgresServer, project: str, table: str, repeat: int, image: bool
 ) -> tuple[float, float, float]:
     """p50 ms in a new process: membolt's open + load, its first render (which
-    builds the render indexes, as on a file), psycopg's connect + fetch all."""
+    builds the render indexes, as on a file), psycopg's connect + fetch all;
+    with ``image``, membolt's open + catch-up from the project's image (the
+    first child, which writes it when it exits, not counted) and psycopg's
+    connect + fetch of the rows changed since (none)."""
+    setting = {"MEMBOLT_IMAGE": "always" if image else "off"}
 
     def child(code: str, *args: str) -> list[float]:
         out = subprocess.run(
             [sys.executable, "-c", code, server.url(), *args],
-            capture_output=True, text=True, check=True,
+            capture_output=True, text=True, check=True, env={**os.environ, **setting},
         ).stdout  # fmt: skip
         return [float(part) * 1000 for part in out.split()]
 
+    if image:
+        child(OPEN_MEMBOLT, project)
     ours = [child(OPEN_MEMBOLT, project) for _ in range(repeat)]
-    theirs = [child(OPEN_PSYCOPG, table)[0] for _ in range(repeat)]
+    rows = " LIMIT 0" if image else ""
+    theirs = [child(OPEN_PSYCOPG, table, rows)[0] for _ in range(repeat)]
     load = statistics.median(times[0] for times in ours)
     render = statistics.median(times[1] for times in ours)
     return load, render, statistics.median(theirs)
@@ -222,6 +233,8 @@ def main() -> None:
     args = parser.parse_args()
     if membolt._core.DEBUG_BUILD:
         sys.exit("benchmarks need a release build: maturin develop --release")
+    # The project's image (§1.4) lives under the store home: a fresh one.
+    os.environ["MEMBOLT_HOME"] = tempfile.mkdtemp(prefix="membolt-bench-home-")
     server = PostgresServer(durable=True)
     server.start()
     try:
@@ -235,10 +248,11 @@ def main() -> None:
                     print(f"{name:22}{ours:>10.3f}ms{'-':>12}{'-':>8}")
                 else:
                     print(f"{name:22}{ours:>10.3f}ms{theirs:>10.3f}ms{ours / theirs:>8.2f}")
-            load, render, theirs = open_and_render(server, project, table, 5)
-            ratio = load / theirs
-            print(f"{'new process: open+load':22}{load:>10.1f}ms{theirs:>10.1f}ms{ratio:>8.2f}")
-            print(f"{'  then first render':22}{render:>10.1f}ms{'-':>12}{'-':>8}")
+            for image, label in ((False, "open+load"), (True, "open+image")):
+                load, render, theirs = open_and_render(server, project, table, 5, image)
+                ratio = load / theirs
+                print(f"{'new process: ' + label:22}{load:>10.1f}ms{theirs:>10.1f}ms{ratio:>8.2f}")
+                print(f"{'  then first render':22}{render:>10.1f}ms{'-':>12}{'-':>8}")
         table = f"bench_kv_{args.sizes[0]}"
         project = f"bench-throughput-{uuid.uuid4().hex[:6]}"
         ours = throughput(server, SAVER_MEMBOLT, [project] * PROCESSES)

@@ -572,7 +572,12 @@ def test_repair_reads_the_pages_of_a_file_redb_cannot_open(tmp_path: Path, kind:
 # ----- writes into damage, old schemas ---------------------------------------
 
 
-def test_a_damaged_store_refuses_every_write_and_stays_as_it_was(tmp_path: Path) -> None:
+def test_a_damaged_store_refuses_every_write_and_stays_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A process that reads the file: one that maps an intact image (§1.4)
+    # reads no record until it changes, and serves the image's copy.
+    monkeypatch.setenv("MEMBOLT_IMAGE", "off")
     source = pristine(tmp_path, "closed")
     path = source.directory / source.store_name
     flip_every_copy(path, b"value early 24 value early 24")
@@ -595,9 +600,12 @@ def test_a_damaged_store_refuses_every_write_and_stays_as_it_was(tmp_path: Path)
 
 
 def test_an_old_schema_is_read_as_it_is_and_checksummed_from_its_first_write(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from support.fixture_stores import copy_fixture_store
+
+    # Damage found by a process that reads the file (not an image, §1.4).
+    monkeypatch.setenv("MEMBOLT_IMAGE", "off")
 
     path = tmp_path / "old.redb"
     copy_fixture_store("schema_2", path)

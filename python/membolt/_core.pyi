@@ -66,9 +66,15 @@ class Cap:
 @disjoint_base
 class Store:
     # timeout defaults to DEFAULT_TIMEOUT (5 s, §1.4). A postgresql:// URL
-    # as path opens the project `project` on that server (§12).
+    # as path opens the project `project` on that server (§12), keeping the
+    # project's image (§1.4) in image_dir when given.
     def __new__(
-        cls, path: str | os.PathLike[str], *, project: str | None = None, timeout: float = ...
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        project: str | None = None,
+        timeout: float = ...,
+        image_dir: str | os.PathLike[str] | None = None,
     ) -> Store: ...
     @property
     def path(self) -> os.PathLike[str] | None: ...

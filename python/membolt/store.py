@@ -12,6 +12,7 @@ constructors). Every write reaches the core as a typed ``SaveRequest``.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,6 +31,8 @@ from .semantic import SemanticStore
 STORE_FILE_NAME = "memory.redb"
 #: §13.1: where the spools of PostgreSQL projects live, under the store home.
 DATABASE_SPOOL_DIRECTORY = "postgresql-spool"
+#: §1.4: where the images of PostgreSQL projects live, under the store home.
+DATABASE_IMAGE_DIRECTORY = "postgresql-images"
 DEFAULT_TIMEOUT = _core.DEFAULT_TIMEOUT
 #: §12: the PostgreSQL server of a team's memory, and the project's name on it.
 DATABASE_URL_VARIABLE = "MEMBOLT_DATABASE_URL"
@@ -216,6 +219,17 @@ class MemoryStore(SemanticStore):
     of its calls (seconds; ``None``: no bound, no worker thread). See
     :mod:`membolt.semantic`.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> MemoryStore:
+        # §1.4: a PostgreSQL project's image lives under the store home (a
+        # store file keeps its own beside it).
+        # A bad MEMBOLT_HOME means no image, nothing more.
+        if args and is_database_url(args[0]) and "image_dir" not in kwargs:
+            with contextlib.suppress(ValueError):
+                kwargs["image_dir"] = default_base_dir() / DATABASE_IMAGE_DIRECTORY
+        store = super().__new__(cls, *args, **kwargs)
+        assert isinstance(store, MemoryStore)
+        return store
 
     @classmethod
     def for_project(

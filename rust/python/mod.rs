@@ -147,6 +147,9 @@ fn _after_fork_in_child() {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Images written by this process carry the views' indexes, even when
+    // it only saves (a hook), so the next process need not build them.
+    crate::views::register_image_sections();
     m.add_class::<entry::PyEntry>()?;
     m.add_class::<store::PyStore>()?;
     m.add_class::<requests::PySaveRequest>()?;

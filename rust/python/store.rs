@@ -140,14 +140,20 @@ fn requests_arg(items: &Bound<'_, PyAny>) -> PyResult<Vec<SaveRequest>> {
 impl PyStore {
     /// A store file at `path`, or (§12) the project `project` on the
     /// PostgreSQL server a `postgresql://` URL names.
+    ///
+    /// `image_dir`: where this machine keeps a PostgreSQL project's image
+    /// (`store/image/`); a store file keeps its own beside it.
     #[new]
-    #[pyo3(signature = (path, *, project = None, timeout = DEFAULT_TIMEOUT_SECONDS))]
+    #[pyo3(signature = (path, *, project = None, timeout = DEFAULT_TIMEOUT_SECONDS, image_dir = None))]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
         project: Option<&Bound<'_, PyAny>>,
         timeout: f64,
+        image_dir: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let image_dir: Option<std::path::PathBuf> =
+            image_dir.map(PyAnyMethods::extract).transpose()?;
         let timeout = busy_timeout(timeout)?;
         let url = path
             .cast::<PyString>()
@@ -156,7 +162,9 @@ impl PyStore {
             .filter(|text| is_database_url(text));
         let project = optional_text_arg(project, "project")?;
         let inner = match (url, project) {
-            (Some(url), Some(project)) => Store::open_postgres(url, &project, timeout),
+            (Some(url), Some(project)) => {
+                Store::open_postgres(url, &project, timeout, image_dir.as_deref())
+            }
             (Some(_), None) => {
                 return Err(PyValueError::new_err(
                     "a PostgreSQL store needs a project: MemoryStore(url, project=\"name\")",

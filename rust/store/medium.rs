@@ -77,15 +77,17 @@ pub trait Medium: Send {
 
     /// After a public call outside a `hold()` block: gives the lock up if
     /// another process waits and this one has had its turn.
-    fn after_call(&mut self);
+    fn after_call(&mut self, mirror: Option<&Mirror>);
 
     /// Gives the lock up if it has been idle long enough. Returns whether a
     /// lock is still held.
-    fn release_if_idle(&mut self, now: Instant) -> bool;
+    fn release_if_idle(&mut self, now: Instant, mirror: Option<&Mirror>) -> bool;
 
     /// Gives the lock up, everything durable; a medium without a lock does
-    /// nothing.
-    fn release(&mut self);
+    /// nothing. `mirror` (the state the lock ends with, when the caller has
+    /// it) lets a medium that keeps an image of the store (`store/image/`)
+    /// write a new one while it still holds the lock.
+    fn release(&mut self, mirror: Option<&Mirror>);
 
     /// In a forked child: forgets locks inherited from the parent without
     /// touching them (the parent still holds them), and trusts nothing it

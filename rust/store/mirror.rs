@@ -1,8 +1,12 @@
 //! The in-memory copy of a store, which every read is served from and every
 //! write rule works on, whatever the medium underneath.
 //!
-//! Only `entries` is built when a store is loaded. Every index is derived
-//! from it and built in bulk on first use (a fresh process pays only for
+//! Only `entries` is built when a store is loaded; or, when an image of the
+//! store matched (`store/image/`), nothing at all: the image's entries are
+//! the mirror's `base`, each made into an [`Entry`] the first time a call
+//! reads it, and `entries` holds only what changed since (the changed
+//! base entries are `shadowed`). Every index is derived from the entries and
+//! built in bulk on first use (a fresh process pays only for
 //! what its calls need), then kept up to date by every write:
 //! * `core` ([`CoreIndexes`]): recency orders and children lists, which the
 //!   write rules need;
@@ -10,7 +14,8 @@
 //!   which the mirror tells about every change through the [`Derived`]
 //!   trait without knowing what they are.
 //!
-//! Invariants: outside a write transaction, `entries` equals the committed
+//! Invariants: outside a write transaction, the live base entries (those
+//! not shadowed) and `entries`, whose keys never overlap, equal the committed
 //! contents of the medium as of the moment its owner last brought it up to
 //! date; every built index describes exactly `entries` (indexes change only
 //! in [`Mirror::insert`] and [`Mirror::remove`]); the derived indexes are
@@ -22,6 +27,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::entry::Entry;
 use crate::store::core_indexes::CoreIndexes;
+use crate::store::image::Base;
 
 use crate::store::change_set::Change;
 
@@ -49,6 +55,13 @@ pub struct Mirror {
     pub store_id: Vec<u8>,
     /// The largest `updated_at` ever given out (§1.3).
     pub clock: i64,
+    /// The entries of the image the mirror was loaded from, if it was.
+    base: Option<Arc<Base>>,
+    /// One bit per base entry: set when it changed or went since the image.
+    shadowed: Vec<u64>,
+    /// Base entries not shadowed.
+    base_live: usize,
+    /// Every entry not in the base (all of them without an image).
     entries: BTreeMap<Arc<str>, Arc<Entry>>,
     core: OnceLock<CoreIndexes>,
     derived: OnceLock<Box<dyn Derived>>,
@@ -56,38 +69,64 @@ pub struct Mirror {
 
 impl Mirror {
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.base_live + self.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     pub fn get(&self, key: &str) -> Option<&Arc<Entry>> {
-        self.entries.get(key)
+        self.entries.get(key).or_else(|| {
+            let base = self.base.as_deref()?;
+            self.base_position(key).map(|i| base.entry(i))
+        })
+    }
+
+    /// Where `key` is among the live base entries.
+    fn base_position(&self, key: &str) -> Option<usize> {
+        let i = self.base.as_deref()?.image().find(key)?;
+        (!is_set(&self.shadowed, i)).then_some(i)
     }
 
     /// Entries sorted by key.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Arc<Entry>> {
-        self.entries.values()
+        Iter::new(self, 0, self.entries.values())
     }
 
     /// Entries whose key starts with `prefix`, sorted by key.
     pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Arc<Entry>> {
-        self.entries
+        let from = self
+            .base
+            .as_deref()
+            .map_or(0, |base| base.image().lower_bound(prefix));
+        let overlay = self
+            .entries
             .range::<str, _>((
                 std::ops::Bound::Included(prefix),
                 std::ops::Bound::Unbounded,
             ))
-            .take_while(move |(key, _)| key.starts_with(prefix))
-            .map(|(_, entry)| entry)
+            .map(second as fn((&'a Arc<str>, &'a Arc<Entry>)) -> &'a Arc<Entry>);
+        Iter::new(self, from, overlay).take_while(move |entry| entry.key.starts_with(prefix))
+    }
+
+    /// The image the mirror was loaded from, if it was, for the views
+    /// (their sections), with the base entries no longer current and the
+    /// entries added or changed since.
+    pub fn image_base(&self) -> Option<ImageBase<'_>> {
+        let base = self.base.as_ref()?;
+        Some(ImageBase {
+            base,
+            shadowed: &self.shadowed,
+            changed: &self.entries,
+        })
     }
 
     /// The recency orders and children lists, built on first use (any
     /// thread may build them; one build wins).
     pub fn core_indexes(&self) -> &CoreIndexes {
         self.core.get_or_init(|| {
-            let entries: Vec<&Arc<Entry>> = self.entries.values().collect();
+            let entries: Vec<&Arc<Entry>> = self.iter().collect();
             CoreIndexes::build(&entries)
         })
     }
@@ -103,7 +142,7 @@ impl Mirror {
             .recency
             .iter()
             .rev()
-            .map(|(_, key)| &self.entries[key])
+            .map(|(_, key)| self.expect(key))
     }
 
     /// Entries of one type from oldest to newest.
@@ -112,7 +151,7 @@ impl Mirror {
             .by_type
             .get(kind)
             .into_iter()
-            .flat_map(|set| set.iter().map(|(_, key)| &self.entries[key]))
+            .flat_map(|set| set.iter().map(|(_, key)| self.expect(key)))
     }
 
     pub fn count_of_type(&self, kind: &str) -> usize {
@@ -126,7 +165,7 @@ impl Mirror {
         self.core_indexes()
             .recency
             .last()
-            .map(|(_, key)| &self.entries[key])
+            .map(|(_, key)| self.expect(key))
     }
 
     pub fn newest_of_type(&self, kind: &str) -> Option<&Arc<Entry>> {
@@ -134,7 +173,7 @@ impl Mirror {
             .by_type
             .get(kind)?
             .last()
-            .map(|(_, key)| &self.entries[key])
+            .map(|(_, key)| self.expect(key))
     }
 
     /// Sorted keys of the entries that reference `key`.
@@ -148,9 +187,32 @@ impl Mirror {
         &**self.derived.get_or_init(init)
     }
 
+    /// The entry of a key an index holds.
+    fn expect(&self, key: &str) -> &Arc<Entry> {
+        self.get(key).expect("an index holds only present keys")
+    }
+
+    /// Marks base entry `i` as no longer current.
+    fn shadow(&mut self, i: usize) {
+        self.shadowed[i / 64] |= 1 << (i % 64);
+        self.base_live -= 1;
+    }
+
     /// Adds or replaces an entry; returns the one it replaced.
     pub fn insert(&mut self, entry: Arc<Entry>) -> Option<Arc<Entry>> {
-        let previous = self.entries.get(&entry.key).cloned();
+        let previous = match self.entries.get(&entry.key) {
+            Some(previous) => Some(previous.clone()),
+            None => self.base_position(&entry.key).map(|i| {
+                let previous = self
+                    .base
+                    .as_deref()
+                    .expect("a base position")
+                    .entry(i)
+                    .clone();
+                self.shadow(i);
+                previous
+            }),
+        };
         self.clock = self.clock.max(entry.updated_at);
         if let Some(core) = self.core.get_mut() {
             if let Some(previous) = &previous {
@@ -166,7 +228,19 @@ impl Mirror {
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Arc<Entry>> {
-        let entry = self.entries.remove(key)?;
+        let entry = if let Some(entry) = self.entries.remove(key) {
+            entry
+        } else {
+            let i = self.base_position(key)?;
+            let entry = self
+                .base
+                .as_deref()
+                .expect("a base position")
+                .entry(i)
+                .clone();
+            self.shadow(i);
+            entry
+        };
         if let Some(core) = self.core.get_mut() {
             core.unindex(&entry);
         }
@@ -227,6 +301,19 @@ impl Mirror {
         *mirror = Some(Mirror::from_entries(entries, store_id, clock));
     }
 
+    /// A mirror of the entries of an image (`base`), none of them made yet.
+    pub fn from_image(base: Arc<Base>, store_id: Vec<u8>, clock: i64) -> Mirror {
+        let count = base.len();
+        Mirror {
+            store_id,
+            clock: clock.max(base.image().clock()),
+            shadowed: vec![0; count.div_ceil(64)],
+            base_live: count,
+            base: Some(base),
+            ..Mirror::default()
+        }
+    }
+
     /// A mirror of `entries` (distinct keys; a full scan of a store gives
     /// them sorted by key). Indexes are built when first used.
     pub fn from_entries(entries: Vec<Arc<Entry>>, store_id: Vec<u8>, clock: i64) -> Mirror {
@@ -237,6 +324,123 @@ impl Mirror {
             // Sorted input makes this a bulk build; any order is correct.
             entries: entries.into_iter().map(|e| (e.key.clone(), e)).collect(),
             ..Mirror::default()
+        }
+    }
+}
+
+fn second<'a>(pair: (&'a Arc<str>, &'a Arc<Entry>)) -> &'a Arc<Entry> {
+    pair.1
+}
+
+fn is_set(bits: &[u64], i: usize) -> bool {
+    bits[i / 64] & (1 << (i % 64)) != 0
+}
+
+/// What the views need of a mirror loaded from an image: the image, which
+/// of its entries are no longer current, and the entries changed since.
+pub struct ImageBase<'a> {
+    pub base: &'a Arc<Base>,
+    shadowed: &'a [u64],
+    changed: &'a BTreeMap<Arc<str>, Arc<Entry>>,
+}
+
+impl<'a> ImageBase<'a> {
+    /// Positions of the base entries changed or removed since the image.
+    pub fn shadowed(&self) -> impl Iterator<Item = usize> + 'a {
+        let shadowed = self.shadowed;
+        (0..self.base.len()).filter(move |&i| is_set(shadowed, i))
+    }
+
+    /// Entries added or changed since the image, sorted by key.
+    pub fn changed(&self) -> impl Iterator<Item = &'a Arc<Entry>> + 'a {
+        self.changed.values()
+    }
+}
+
+/// The mirror's entries in key order: the live base entries merged with
+/// the others (whose keys are never a base entry's).
+pub struct Iter<'a, I> {
+    base: Option<&'a Base>,
+    shadowed: &'a [u64],
+    /// The base positions not visited yet from either end.
+    front: usize,
+    back: usize,
+    others: I,
+    /// An entry of `others` taken from one end and not yet handed out.
+    others_front: Option<&'a Arc<Entry>>,
+    others_back: Option<&'a Arc<Entry>>,
+}
+
+impl<'a, I: DoubleEndedIterator<Item = &'a Arc<Entry>>> Iter<'a, I> {
+    fn new(mirror: &'a Mirror, from: usize, others: I) -> Self {
+        let base = mirror.base.as_deref();
+        Iter {
+            base,
+            shadowed: &mirror.shadowed,
+            front: from,
+            back: base.map_or(0, Base::len),
+            others,
+            others_front: None,
+            others_back: None,
+        }
+    }
+
+    /// The next live base position from the front, without taking it.
+    fn base_front(&mut self) -> Option<usize> {
+        while self.front < self.back && is_set(self.shadowed, self.front) {
+            self.front += 1;
+        }
+        (self.front < self.back).then_some(self.front)
+    }
+
+    fn base_back(&mut self) -> Option<usize> {
+        while self.back > self.front && is_set(self.shadowed, self.back - 1) {
+            self.back -= 1;
+        }
+        (self.back > self.front).then(|| self.back - 1)
+    }
+}
+
+impl<'a, I: DoubleEndedIterator<Item = &'a Arc<Entry>>> Iterator for Iter<'a, I> {
+    type Item = &'a Arc<Entry>;
+
+    fn next(&mut self) -> Option<&'a Arc<Entry>> {
+        if self.others_front.is_none() {
+            self.others_front = self.others.next().or_else(|| self.others_back.take());
+        }
+        let Some(base) = self.base else {
+            return self.others_front.take();
+        };
+        match (self.base_front(), self.others_front) {
+            (Some(i), Some(other)) if other.key.as_bytes() < base.image().key(i).as_bytes() => {
+                self.others_front.take()
+            }
+            (Some(i), _) => {
+                self.front += 1;
+                Some(base.entry(i))
+            }
+            (None, _) => self.others_front.take(),
+        }
+    }
+}
+
+impl<'a, I: DoubleEndedIterator<Item = &'a Arc<Entry>>> DoubleEndedIterator for Iter<'a, I> {
+    fn next_back(&mut self) -> Option<&'a Arc<Entry>> {
+        if self.others_back.is_none() {
+            self.others_back = self.others.next_back().or_else(|| self.others_front.take());
+        }
+        let Some(base) = self.base else {
+            return self.others_back.take();
+        };
+        match (self.base_back(), self.others_back) {
+            (Some(i), Some(other)) if other.key.as_bytes() > base.image().key(i).as_bytes() => {
+                self.others_back.take()
+            }
+            (Some(i), _) => {
+                self.back -= 1;
+                Some(base.entry(i))
+            }
+            (None, _) => self.others_back.take(),
         }
     }
 }
@@ -338,5 +542,64 @@ mod tests {
         assert_eq!(order(&bulk), order(&incremental));
         assert_eq!(bulk.newest_of_type("note").unwrap().key.as_ref(), "a");
         assert_eq!(bulk.children("b").count(), 1);
+    }
+
+    /// A mirror over an image answers as one over the same entries, through
+    /// changes of base entries and of new ones, from both ends.
+    #[test]
+    fn a_mirror_over_an_image_answers_as_one_over_its_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("memory.redb");
+        let entries: Vec<Arc<Entry>> = (0..200)
+            .map(|i| entry(&format!("k{:03}", i * 2), "note", i, &[]))
+            .collect();
+        let refs: Vec<&Arc<Entry>> = entries.iter().collect();
+        let stamp = crate::store::image::Stamp {
+            store_id: vec![1],
+            sequence: 1,
+            count: 200,
+            position: None,
+        };
+        crate::store::image::write::write_image(&store, &stamp, 7, &refs, Vec::new()).unwrap();
+        let image = crate::store::image::Image::open(&crate::store::image::path_for(&store));
+        let base = Arc::new(Base::new(image.unwrap()));
+        let mut lazy = Mirror::from_image(base, vec![1], 0);
+        let mut plain = Mirror::from_entries(entries, vec![1], 0);
+        let mut below = crate::test_rng::xorshift(11);
+        for step in 0..600 {
+            let key = format!("k{:03}", below(420));
+            if below(3) == 0 {
+                assert_eq!(lazy.remove(&key), plain.remove(&key), "{key}");
+            } else {
+                let new = entry(&key, "status", 1_000 + step, &[]);
+                assert_eq!(lazy.insert(new.clone()), plain.insert(new), "{key}");
+            }
+            if step % 50 == 0 {
+                let keys = |m: &Mirror| m.iter().map(|e| e.key.clone()).collect::<Vec<_>>();
+                assert_eq!(keys(&lazy), keys(&plain));
+                let back = |m: &Mirror| m.iter().rev().map(|e| e.key.clone()).collect::<Vec<_>>();
+                assert_eq!(back(&lazy), back(&plain));
+                // Both ends at once meet in the middle, nothing twice.
+                let mut both = lazy.iter();
+                let mut seen = Vec::new();
+                while let (Some(a), b) = (both.next(), both.next_back()) {
+                    seen.push(a.key.clone());
+                    seen.extend(b.map(|b| b.key.clone()));
+                }
+                seen.sort();
+                assert_eq!(seen, keys(&plain));
+                for prefix in ["k1", "k0", "k39", "x", ""] {
+                    let with = |m: &Mirror| {
+                        m.with_prefix(prefix)
+                            .map(|e| e.key.clone())
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(with(&lazy), with(&plain), "{prefix}");
+                }
+                assert_eq!(lazy.len(), plain.len());
+                assert_eq!(lazy.newest(), plain.newest());
+                assert_eq!(lazy.get(&key), plain.get(&key));
+            }
+        }
     }
 }

@@ -32,6 +32,7 @@
 pub mod change_set;
 pub mod core_indexes;
 pub(crate) mod idle_reaper;
+pub mod image;
 pub mod maintenance;
 pub mod medium;
 pub mod mirror;
@@ -88,6 +89,14 @@ struct State {
     vectors: Option<vectors::Vectors>,
 }
 
+impl State {
+    /// Gives the medium's lock up, handing it the mirror the lock ends
+    /// with.
+    fn release(&mut self) {
+        self.medium.release(self.mirror.as_ref());
+    }
+}
+
 /// Open stores of this process, by the identity of their medium.
 fn registry() -> &'static Mutex<HashMap<String, Weak<Shared>>> {
     static REGISTRY: OnceLock<Mutex<HashMap<String, Weak<Shared>>>> = OnceLock::new();
@@ -116,14 +125,20 @@ impl Store {
     }
 
     /// Opens (lazily: nothing is connected until the first call) the
-    /// project `project` on the PostgreSQL server at `url` (§12).
-    pub fn open_postgres(url: &str, project: &str, busy_timeout: Duration) -> Result<Store> {
+    /// project `project` on the PostgreSQL server at `url` (§12), keeping
+    /// its image (`store/image/`) in `image_dir` when given.
+    pub fn open_postgres(
+        url: &str,
+        project: &str,
+        busy_timeout: Duration,
+        image_dir: Option<&std::path::Path>,
+    ) -> Result<Store> {
         let _pass = fork_gate::enter();
         request::validate_project(project)?;
         let address = postgres::Address::parse(url)?;
         let identity = address.identity(project);
         Ok(Store::with_medium(identity, busy_timeout, None, || {
-            Box::new(postgres::PostgresMedium::new(address, project))
+            Box::new(postgres::PostgresMedium::new(address, project, image_dir))
         }))
     }
 
@@ -182,7 +197,7 @@ impl Store {
         if !self.closed.swap(true, Ordering::SeqCst) {
             let mut state = lock(&self.shared.state);
             if state.holds == 0 {
-                state.medium.release();
+                state.release();
             }
         }
     }
@@ -379,7 +394,7 @@ impl Store {
         let mut state = lock(&self.shared.state);
         state.holds = state.holds.saturating_sub(1);
         if state.holds == 0 {
-            state.medium.release();
+            state.release();
         }
     }
 
@@ -444,7 +459,8 @@ impl Store {
             ))
         });
         if state.holds == 0 {
-            state.medium.after_call();
+            let State { medium, mirror, .. } = &mut *state;
+            medium.after_call(mirror.as_ref());
         }
         if !was_locked && state.medium.holds_lock() {
             idle_reaper::watch(Arc::downgrade(&self.shared) as Weak<dyn IdleHolder>);
@@ -462,7 +478,8 @@ impl IdleHolder for Shared {
         if state.holds > 0 {
             return state.medium.holds_lock();
         }
-        state.medium.release_if_idle(now)
+        let State { medium, mirror, .. } = &mut *state;
+        medium.release_if_idle(now, mirror.as_ref())
     }
 }
 
@@ -480,7 +497,7 @@ pub fn release_all_leases() {
     for shared in open_stores() {
         let mut state = lock(&shared.state);
         if state.holds == 0 {
-            state.medium.release();
+            state.release();
         }
     }
 }

@@ -87,7 +87,8 @@ fn child_request(key: &str, value: &str, kind: &str, parent_kind: &str) -> SaveR
 }
 
 fn open(url: &str, project: &str) -> Store {
-    Store::open_postgres(url, project, Duration::from_secs(10)).expect("an address that parses")
+    Store::open_postgres(url, project, Duration::from_secs(10), None)
+        .expect("an address that parses")
 }
 
 fn keys(store: &Store) -> Vec<String> {

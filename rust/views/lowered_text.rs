@@ -13,12 +13,21 @@
 //! are discarded, and the search after a discarded match resumes one byte
 //! later, so no match inside a text can be hidden by one across texts.
 //!
+//! The buffer may begin with an image's bytes (`store/image/`), used where
+//! they lie: offsets below `base_len` are in the image's section, the
+//! others in `bytes` (at the offset less `base_len`). No span straddles the
+//! two, and a compaction copies the live texts into `bytes` alone.
+//!
 //! Invariants: `spans[slot]` is the live span of `slot` (or `None`);
 //! `order` lists every span ever appended since the last compaction, live
 //! or dead, in buffer order, so it is sorted by start.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use memchr::memmem::Finder;
 
+use crate::store::image::Base;
 use crate::text::lower;
 
 /// Where one slot's lowered key and value are.
@@ -48,6 +57,9 @@ pub enum Found {
 
 #[derive(Default)]
 pub(crate) struct LoweredText {
+    /// The image holding the first `base_len` bytes, and where they are.
+    base: Option<(Arc<Base>, Range<usize>)>,
+    base_len: usize,
     bytes: Vec<u8>,
     spans: Vec<Option<Span>>,
     /// `(start, slot)` of every span in the buffer, live or dead.
@@ -63,7 +75,7 @@ impl LoweredText {
         if self.spans.len() <= at {
             self.spans.resize(at + 1, None);
         }
-        let start = self.bytes.len();
+        let start = self.base_len + self.bytes.len();
         let key_len = push_lowered(&mut self.bytes, key);
         let value_len = push_lowered(&mut self.bytes, value);
         self.spans[at] = Some(Span {
@@ -72,7 +84,7 @@ impl LoweredText {
             value_len,
         });
         self.order.push((start, slot));
-        if self.dead_bytes > self.bytes.len() / 2 {
+        if self.dead_bytes > self.len() / 2 {
             self.compact();
         }
     }
@@ -87,13 +99,33 @@ impl LoweredText {
     /// The lowered key of `slot` (empty for a free slot).
     pub(crate) fn key(&self, slot: u32) -> &[u8] {
         self.span(slot)
-            .map_or(&[], |span| &self.bytes[span.start..span.key_end()])
+            .map_or(&[], |span| self.slice(span.start..span.key_end()))
     }
 
     /// The lowered value of `slot` (empty for a free slot).
     pub(crate) fn value(&self, slot: u32) -> &[u8] {
         self.span(slot)
-            .map_or(&[], |span| &self.bytes[span.key_end()..span.end()])
+            .map_or(&[], |span| self.slice(span.key_end()..span.end()))
+    }
+
+    /// Bytes of the buffer, all on one side of `base_len`.
+    fn slice(&self, range: Range<usize>) -> &[u8] {
+        if range.start >= self.base_len {
+            &self.bytes[range.start - self.base_len..range.end - self.base_len]
+        } else {
+            &self.base_bytes()[range]
+        }
+    }
+
+    fn base_bytes(&self) -> &[u8] {
+        self.base
+            .as_ref()
+            .map_or(&[], |(base, range)| &base.image().raw()[range.clone()])
+    }
+
+    /// The buffer's length, the image's bytes included.
+    fn len(&self) -> usize {
+        self.base_len + self.bytes.len()
     }
 
     fn span(&self, slot: u32) -> Option<Span> {
@@ -105,10 +137,25 @@ impl LoweredText {
     /// buffer: a slot is left as soon as it matched.
     pub(crate) fn scan(&self, finder: &Finder<'_>, mut visit: impl FnMut(u32, Found)) {
         let needle_len = finder.needle().len();
+        let total = self.len();
+        let base = self.base_bytes();
         let mut at = 0;
         // The span holding `at`: the last one starting at or before it.
         let mut span_index = 0;
-        while let Some(found) = finder.find(&self.bytes[at..]) {
+        while at < total {
+            // The image's bytes, then this buffer's: no span is in both.
+            let (buffer, offset) = if at < self.base_len {
+                (base, 0)
+            } else {
+                (self.bytes.as_slice(), self.base_len)
+            };
+            let Some(found) = finder.find(&buffer[at - offset..]) else {
+                if offset == 0 && self.base_len > 0 {
+                    at = self.base_len;
+                    continue;
+                }
+                break;
+            };
             let position = at + found;
             while span_index + 1 < self.order.len() && self.order[span_index + 1].0 <= position {
                 span_index += 1;
@@ -118,10 +165,7 @@ impl LoweredText {
                 Some(span) if span.start == start => span,
                 // A dead span: go on after it.
                 _ => {
-                    at = self
-                        .order
-                        .get(span_index + 1)
-                        .map_or(self.bytes.len(), |next| next.0);
+                    at = self.order.get(span_index + 1).map_or(total, |next| next.0);
                     continue;
                 }
             };
@@ -140,27 +184,76 @@ impl LoweredText {
                 }
                 None => at = position + 1,
             }
-            if at >= self.bytes.len() {
-                break;
-            }
         }
     }
 
     /// Rewrites the buffer with live texts only, in slot order.
     fn compact(&mut self) {
-        let mut bytes = Vec::with_capacity(self.bytes.len() - self.dead_bytes);
+        let mut bytes = Vec::with_capacity(self.len() - self.dead_bytes);
         let mut order = Vec::with_capacity(self.spans.len());
-        for (slot, span) in self.spans.iter_mut().enumerate() {
+        let mut spans = std::mem::take(&mut self.spans);
+        for (slot, span) in spans.iter_mut().enumerate() {
             if let Some(span) = span {
                 let start = bytes.len();
-                bytes.extend_from_slice(&self.bytes[span.start..span.end()]);
+                bytes.extend_from_slice(self.slice(span.start..span.end()));
                 span.start = start;
                 order.push((start, slot as u32));
             }
         }
+        self.spans = spans;
+        self.base = None;
+        self.base_len = 0;
         self.bytes = bytes;
         self.order = order;
         self.dead_bytes = 0;
+    }
+
+    /// The texts of an image's slots: `bytes` (the range of the image
+    /// holding every slot's lowered key and value, back to back) and
+    /// `lengths` (per slot, the key's and the value's length, `u32` each,
+    /// little-endian). `None` if they do not agree.
+    pub(crate) fn from_image(
+        base: &Arc<Base>,
+        bytes: Range<usize>,
+        lengths: &[u8],
+    ) -> Option<LoweredText> {
+        let count = lengths.len() / 8;
+        let mut spans = Vec::with_capacity(count);
+        let mut order = Vec::with_capacity(count);
+        let mut start = 0usize;
+        for (slot, pair) in lengths.chunks_exact(8).enumerate() {
+            let key_len = u32::from_le_bytes(pair[..4].try_into().expect("4 bytes"));
+            let value_len = u32::from_le_bytes(pair[4..].try_into().expect("4 bytes"));
+            spans.push(Some(Span {
+                start,
+                key_len,
+                value_len,
+            }));
+            order.push((start, slot as u32));
+            start += key_len as usize + value_len as usize;
+        }
+        (start == bytes.len()).then(|| LoweredText {
+            base: Some((base.clone(), bytes)),
+            base_len: start,
+            bytes: Vec::new(),
+            spans,
+            order,
+            dead_bytes: 0,
+        })
+    }
+
+    /// The image sections of a text built by [`LoweredText::build`] (slot
+    /// `i` the `i`-th text, nothing dead): the bytes, and the lengths as
+    /// [`LoweredText::from_image`] reads them.
+    pub(crate) fn image_sections(&self) -> (Vec<u8>, Vec<u8>) {
+        let mut bytes = Vec::with_capacity(self.len());
+        let mut lengths = Vec::with_capacity(self.spans.len() * 8);
+        for span in self.spans.iter().flatten() {
+            bytes.extend_from_slice(self.slice(span.start..span.end()));
+            lengths.extend_from_slice(&span.key_len.to_le_bytes());
+            lengths.extend_from_slice(&span.value_len.to_le_bytes());
+        }
+        (bytes, lengths)
     }
 
     /// The texts of `texts` (slot `i` holds the i-th), in one pass.

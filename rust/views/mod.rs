@@ -36,6 +36,7 @@ use crate::query::Value;
 use crate::store::core_indexes::CoreIndexes;
 use crate::store::mirror::{Derived, Mirror};
 
+use recall::RecallIndex;
 use render_index::RenderIndex;
 use search::SearchIndex;
 use semantic::TextHashes;
@@ -95,8 +96,46 @@ impl Derived for Views {
     }
 }
 
+/// The render index of a mirror loaded from an image, with the image's
+/// recall index (the costly part, whose build stems every word of the
+/// store): built over the image's entries, so that its ids are the ones the
+/// recall section was written under, then brought up to date with the
+/// changes since the image as any write would. `None` when the image has no
+/// usable recall section.
+fn render_index_from_image(mirror: &Mirror) -> Option<RenderIndex> {
+    let image = mirror.image_base()?;
+    let base = image.base;
+    let recall = RecallIndex::from_image_bytes(base.image().section(RECALL_SECTION)?)?;
+    if recall.document_count() as usize != base.len() {
+        return None;
+    }
+    let entries: Vec<&Arc<Entry>> = (0..base.len()).map(|i| base.entry(i)).collect();
+    let mut index = std::thread::scope(|scope| {
+        let core = (mirror.built_core_indexes().is_none() && entries.len() >= PARALLEL_MIN_ENTRIES)
+            .then(|| scope.spawn(|| mirror.core_indexes()));
+        let index = RenderIndex::from_entries(&entries);
+        if let Some(core) = core {
+            core.join().expect("core index thread");
+        }
+        index
+    });
+    if !index.set_recall(recall) {
+        return None;
+    }
+    let core = mirror.core_indexes();
+    for position in image.shadowed() {
+        let entry = base.entry(position);
+        index.remove(entry, core.children_of(&entry.key));
+    }
+    for entry in image.changed() {
+        index.upsert(entry, None, core.children_of(&entry.key));
+    }
+    Some(index)
+}
+
 /// The views' indexes of `mirror`.
 fn views(mirror: &Mirror) -> &Views {
+    register_image_sections();
     mirror
         .derived(|| Box::new(Views::default()))
         .as_any()
@@ -116,9 +155,36 @@ pub fn memory_rows(mirror: &Mirror) -> Arc<Vec<Value>> {
 /// The substring-search index, built on first use.
 pub fn search_index(mirror: &Mirror) -> &SearchIndex {
     views(mirror).search.get_or_init(|| {
+        if let Some(index) = mirror
+            .image_base()
+            .as_ref()
+            .and_then(SearchIndex::from_image)
+        {
+            return index;
+        }
         let entries: Vec<&Arc<Entry>> = mirror.iter().collect();
         SearchIndex::build(&entries)
     })
+}
+
+/// The image section of the recall index (see [`render_index_from_image`]).
+const RECALL_SECTION: u32 = crate::store::image::tag(b"RCLL");
+
+/// The views' sections of an image of `entries` (sorted by key), which a
+/// new process's views take instead of building their indexes
+/// (`store/image/`): the search index, and the recall index under the ids
+/// a render index of the same entries gives them.
+pub fn image_sections(entries: &[&Arc<Entry>]) -> Vec<(u32, Vec<u8>)> {
+    let mut sections = SearchIndex::image_sections(entries);
+    if let Some(recall) = RenderIndex::from_entries(entries).recall().to_image_bytes() {
+        sections.push((RECALL_SECTION, recall));
+    }
+    sections
+}
+
+/// Has the images this process writes carry the views' sections.
+pub fn register_image_sections() {
+    crate::store::image::set_view_sections(image_sections);
 }
 
 /// §15.4: the hashes of the entries' texts by render id, built on first
@@ -148,6 +214,9 @@ pub fn render_index_with_recall(mirror: &Mirror) -> &RenderIndex {
 
 fn build_render_index(mirror: &Mirror, with_recall: bool) -> &RenderIndex {
     views(mirror).render.get_or_init(|| {
+        if with_recall && let Some(index) = render_index_from_image(mirror) {
+            return index;
+        }
         let entries: Vec<&Arc<Entry>> = mirror.iter().collect();
         std::thread::scope(|scope| {
             let core = (mirror.built_core_indexes().is_none()

@@ -575,6 +575,13 @@ impl RenderIndex {
         })
     }
 
+    /// Takes `recall` as the recall index, before any is built; it must
+    /// describe exactly this index's entries under their ids (an image's,
+    /// `store/image/`, for an index built from the image's entries).
+    pub fn set_recall(&mut self, recall: RecallIndex) -> bool {
+        self.recall.set(recall).is_ok()
+    }
+
     /// The recall index, built on first use.
     pub fn recall(&self) -> &RecallIndex {
         self.recall.get_or_init(|| {

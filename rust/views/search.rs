@@ -10,6 +10,13 @@
 //! under three bytes), the whole buffer is scanned in one pass instead:
 //! memory streamed once, no pointer followed per entry.
 //!
+//! A new process whose mirror came from an image (`store/image/`) takes
+//! the index from the image's sections instead of building it: the lowered
+//! texts are used where they lie in the mapped file, the signatures copied
+//! in one pass, and slot `i` is the image's entry `i` (its key is found
+//! in the image, its entry made by the mirror's base on first use); the
+//! changes since the image are then applied as any write is.
+//!
 //! Matching works on UTF-8 bytes of lowered text, which is the same as
 //! Python's `query.lower() in text.lower()`: UTF-8 is self-synchronising, so a
 //! byte match of a valid needle starts and ends on character boundaries.
@@ -22,7 +29,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::entry::Entry;
 use crate::parallel::PARALLEL_MIN_ENTRIES;
-use crate::store::mirror::Mirror;
+use crate::store::image::{Base, tag};
+use crate::store::mirror::{ImageBase, Mirror};
 use crate::text::lower;
 use crate::views::lowered_text::{Found, LoweredText};
 
@@ -79,14 +87,30 @@ impl From<Found> for Hit {
     }
 }
 
+/// The image sections of the index: the lowered texts, their lengths, and
+/// the signature columns.
+const LOWERED_TEXT: u32 = tag(b"SLTX");
+const LOWERED_LENGTHS: u32 = tag(b"SLLN");
+const SIGNATURES: u32 = tag(b"SSIG");
+
 /// Invariant: for every live slot, the signature words, the lowered texts
-/// and the stamp are those of `docs[slot]`; free slots are `None` with a
-/// zero signature and no text; `slot_of` maps exactly the live keys; while
-/// `slots_sorted`, live slots are in key order.
+/// and the stamp are those of its entry: `docs[slot]`, or for a slot of the
+/// image that is neither dead nor replaced (`docs[slot]` is `None`), the
+/// base's entry of that position; free slots have no entry, a zero
+/// signature and no text; `slot_of` maps exactly the live keys that are
+/// not in a live image slot; while `slots_sorted`, live slots are in key
+/// order.
 #[derive(Default)]
 pub struct SearchIndex {
     /// Slots in insertion order; a freed slot is reused.
     docs: Vec<Option<Arc<Entry>>>,
+    /// The image whose entries the first `base_dead.len()` slots were.
+    base: Option<Arc<Base>>,
+    /// Per image slot: set once its entry went (the slot is then free, or
+    /// reused for another key that `slot_of` maps).
+    base_dead: Vec<bool>,
+    /// Image slots not dead.
+    base_live: usize,
     /// The signatures by column: word `w` of slot `s` is `signatures[w][s]`.
     /// A query first streams through the one column its trigrams fill most
     /// (an eighth of the signature bytes, and the most selective test), then
@@ -145,13 +169,88 @@ impl SearchIndex {
             text,
             stamps: entries.iter().map(|e| e.updated_at).collect(),
             slot_of,
-            free: Vec::new(),
             slots_sorted: true,
+            ..SearchIndex::default()
         }
     }
 
+    /// The index of a mirror loaded from an image, from the image's
+    /// sections (`None` when it has none, or they do not fit it), brought
+    /// up to date with the changes since.
+    pub fn from_image(image: &ImageBase<'_>) -> Option<SearchIndex> {
+        let base = image.base;
+        let count = base.len();
+        let lengths = base.image().section(LOWERED_LENGTHS)?;
+        let signature_bytes = base.image().section(SIGNATURES)?;
+        if lengths.len() != count * 8 || signature_bytes.len() != count * 8 * SIGNATURE_WORDS {
+            return None;
+        }
+        let text_range = base.image().section_range(LOWERED_TEXT)?;
+        let text = LoweredText::from_image(base, text_range, lengths)?;
+        let signatures = std::array::from_fn(|word| {
+            signature_bytes[word * count * 8..(word + 1) * count * 8]
+                .chunks_exact(8)
+                .map(|bytes| u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+                .collect()
+        });
+        let mut index = SearchIndex {
+            docs: vec![None; count],
+            base: Some(base.clone()),
+            base_dead: vec![false; count],
+            base_live: count,
+            signatures,
+            text,
+            stamps: (0..count).map(|i| base.image().updated_at(i)).collect(),
+            slots_sorted: true,
+            ..SearchIndex::default()
+        };
+        for slot in image.shadowed() {
+            index.remove_slot(slot as u32);
+        }
+        for entry in image.changed() {
+            index.upsert(entry);
+        }
+        Some(index)
+    }
+
+    /// The image sections of an index of `entries` (sorted by key): see
+    /// [`SearchIndex::from_image`].
+    pub fn image_sections(entries: &[&Arc<Entry>]) -> Vec<(u32, Vec<u8>)> {
+        let built = SearchIndex::build(entries);
+        let (text, lengths) = built.text.image_sections();
+        let mut signatures = Vec::with_capacity(entries.len() * 8 * SIGNATURE_WORDS);
+        for column in &built.signatures {
+            for word in column {
+                signatures.extend_from_slice(&word.to_le_bytes());
+            }
+        }
+        vec![
+            (LOWERED_TEXT, text),
+            (LOWERED_LENGTHS, lengths),
+            (SIGNATURES, signatures),
+        ]
+    }
+
+    /// The number of entries indexed.
+    pub fn len(&self) -> usize {
+        self.slot_of.len() + self.base_live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The live slot of `key`.
+    fn slot(&self, key: &str) -> Option<u32> {
+        if let Some(&slot) = self.slot_of.get(key) {
+            return Some(slot);
+        }
+        let i = self.base.as_ref()?.image().find(key)?;
+        (!self.base_dead[i]).then_some(i as u32)
+    }
+
     pub fn upsert(&mut self, entry: &Arc<Entry>) {
-        let slot = if let Some(&slot) = self.slot_of.get(&entry.key) {
+        let slot = if let Some(slot) = self.slot(&entry.key) {
             slot
         } else {
             self.slots_sorted = false;
@@ -177,15 +276,31 @@ impl SearchIndex {
     }
 
     pub fn remove(&mut self, key: &str) {
-        if let Some(slot) = self.slot_of.remove(key) {
-            let at = slot as usize;
-            self.docs[at] = None;
-            for column in &mut self.signatures {
-                column[at] = 0;
-            }
-            self.text.clear(slot);
-            self.free.push(slot);
+        let slot = match self.slot_of.remove(key) {
+            Some(slot) => slot,
+            None => match self.slot(key) {
+                Some(slot) => slot,
+                None => return,
+            },
+        };
+        self.remove_slot(slot);
+    }
+
+    /// Frees a live slot whose key `slot_of` no longer maps.
+    fn remove_slot(&mut self, slot: u32) {
+        let at = slot as usize;
+        if let Some(dead) = self.base_dead.get_mut(at)
+            && !*dead
+        {
+            *dead = true;
+            self.base_live -= 1;
         }
+        self.docs[at] = None;
+        for column in &mut self.signatures {
+            column[at] = 0;
+        }
+        self.text.clear(slot);
+        self.free.push(slot);
     }
 
     /// The slots whose key or value contains `query`, case-insensitively,
@@ -206,7 +321,7 @@ impl SearchIndex {
             .filter(|&(_, bits)| bits != 0)
             .collect();
         tests.sort_by_key(|&(_, bits)| Reverse(bits.count_ones()));
-        let live = self.slot_of.len();
+        let live = self.len();
         let mut hits = Vec::new();
         let scan_all = || {
             let mut hits = Vec::new();
@@ -258,9 +373,14 @@ impl SearchIndex {
     }
 
     fn entry(&self, slot: u32) -> &Arc<Entry> {
-        self.docs[slot as usize]
-            .as_ref()
-            .expect("a hit is a live slot")
+        match &self.docs[slot as usize] {
+            Some(entry) => entry,
+            None => self
+                .base
+                .as_ref()
+                .expect("a hit is a live slot")
+                .entry(slot as usize),
+        }
     }
 
     /// Entries matching `query`, sorted by key.

@@ -53,6 +53,7 @@
 mod address;
 mod columns;
 mod errors;
+mod image_file;
 pub mod schema;
 mod statements;
 mod text;
@@ -114,6 +115,9 @@ pub struct PostgresMedium {
     /// A `BEGIN` without its end.
     in_transaction: bool,
     session_lock: SessionLock,
+    /// The project's image on this machine (`image_file.rs`), when the
+    /// glue named a directory for it.
+    image: Option<image_file::LocalImage>,
 }
 
 /// The session-level lock `hold()` takes.
@@ -143,8 +147,15 @@ impl SessionLock {
 }
 
 impl PostgresMedium {
-    pub(crate) fn new(address: Address, project: &str) -> PostgresMedium {
+    /// The medium of the project `project` at `address`; `image_dir`: where
+    /// this machine keeps the project's image, if anywhere.
+    pub(crate) fn new(
+        address: Address,
+        project: &str,
+        image_dir: Option<&std::path::Path>,
+    ) -> PostgresMedium {
         PostgresMedium {
+            image: image_dir.map(|dir| image_file::LocalImage::new(dir, &address.server, project)),
             location: address.location(project),
             address,
             project: project.to_string(),
@@ -366,18 +377,32 @@ impl PostgresMedium {
             self.seen = None;
             return Ok(());
         };
+        if mirror.is_none()
+            && let Some((base, stamp)) = self.image.as_mut().and_then(image_file::LocalImage::load)
+        {
+            // A mirror at the image's sequence: the changes since follow.
+            *mirror = Some(Mirror::from_image(base, stamp.store_id, i64::MIN));
+            self.seen = i64::try_from(stamp.sequence).ok();
+        }
         if let (Some(current), Some(seen)) = (mirror.as_mut(), self.seen) {
             let (project, changed) = self.entry_query(statements::CHANGES, &[&id, &seen])?;
             let Some(project) = project else {
                 self.project_gone(mirror);
                 return Ok(());
             };
-            if project.store_id == current.store_id && project.purged_seq <= seen {
+            if project.store_id == current.store_id
+                && project.purged_seq <= seen
+                && seen <= project.seq
+            {
+                let count = changed.len();
                 let delta = changed
                     .into_iter()
                     .map(|(key, entry)| (key, entry.map(Arc::new)));
                 current.apply_delta(delta, project.clock);
                 self.seen = Some(project.seq);
+                if let Some(image) = &mut self.image {
+                    image.applied(count);
+                }
                 return Ok(());
             }
         }
@@ -395,6 +420,9 @@ impl PostgresMedium {
         entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         Mirror::replace(mirror, entries, project.store_id, project.clock);
         self.seen = Some(project.seq);
+        if let Some(image) = &mut self.image {
+            image.loaded_whole();
+        }
         Ok(())
     }
 
@@ -552,7 +580,7 @@ impl Medium for PostgresMedium {
         });
         match outcome {
             Ok(()) => self.session_lock = SessionLock::Held,
-            Err(_) => self.release(),
+            Err(_) => self.release(None),
         }
         outcome
     }
@@ -562,13 +590,19 @@ impl Medium for PostgresMedium {
     }
 
     /// Nothing is kept locked between calls, except in a `hold()` block.
-    fn after_call(&mut self) {}
+    fn after_call(&mut self, _mirror: Option<&Mirror>) {}
 
-    fn release_if_idle(&mut self, _now: Instant) -> bool {
+    fn release_if_idle(&mut self, _now: Instant, _mirror: Option<&Mirror>) -> bool {
         self.session_lock.in_block()
     }
 
-    fn release(&mut self) {
+    fn release(&mut self, mirror: Option<&Mirror>) {
+        if let (Some(mirror), Some(seq), Some(image)) = (mirror, self.seen, &mut self.image)
+            && !mirror.store_id.is_empty()
+            && !self.in_transaction
+        {
+            image.write_if_due(mirror, seq);
+        }
         self.abort_transaction();
         let taken = self.session_lock.taken();
         self.session_lock = SessionLock::Free;
@@ -611,6 +645,6 @@ impl Medium for PostgresMedium {
 
 impl Drop for PostgresMedium {
     fn drop(&mut self) {
-        self.release();
+        self.release(None);
     }
 }

@@ -182,7 +182,23 @@ pub(crate) fn inspect(
             .notes
             .push("no usable .sync sidecar: the next write creates one (nothing is lost)".into());
     }
+    note_image(path, &mut report);
     Ok(report)
+}
+
+/// The image is a cache (`store/image/`): damage to it is a note, never a
+/// problem of the store.
+fn note_image(path: &Path, report: &mut Report) {
+    let image = crate::store::image::path_for(path);
+    if let Err(crate::store::image::Problem::Damaged(why)) =
+        crate::store::image::Image::open(&image)
+    {
+        report.notes.push(format!(
+            "the image beside the file ({}) fails its checks ({why}): it is a cache, never \
+             used while so, and the next write replaces it (nothing is lost)",
+            image.display()
+        ));
+    }
 }
 
 /// What redb's repair callback saw while opening the file.

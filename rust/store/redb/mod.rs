@@ -5,6 +5,8 @@
 //! mod.rs (this file)   the lease state machine: refresh, take, write, release
 //! format.rs            tables, meta fields, schema, initialisation
 //! load.rs              the bulk loader (a whole file into a mirror)
+//! image_file.rs        the image beside the file: used at open, written
+//!                      when a lease ends (see `store/image/`)
 //! journal/             the `.journal` file: one synchronous record per change
 //! acknowledged.rs      which journaled changes returned, so which are lost
 //! replay.rs            the journal records redb lacks: checked, applied
@@ -24,7 +26,9 @@
 //! last saw (see `change_ring.rs`); otherwise the file is opened read-only
 //! (cheap, and it excludes writers while open) and the keys the ring says
 //! changed since are re-read: O(changes), not O(store). A process's first
-//! call loads the whole file (`load.rs`) into the mirror's key map only.
+//! call maps the image beside the file when it matches (`image_file.rs`),
+//! re-reading the keys changed since; otherwise it loads the whole file
+//! (`load.rs`) into the mirror's key map only.
 //!
 //! A reader never writes a file of the store: a file left by a killed
 //! writer is recovered in memory (`overlay.rs`), and journal records redb
@@ -48,6 +52,7 @@ pub(crate) mod errors;
 #[cfg(any(test, feature = "testing"))]
 pub mod fixtures;
 pub(crate) mod format;
+pub(crate) mod image_file;
 pub(crate) mod journal;
 pub(crate) mod lease;
 pub(crate) mod load;
@@ -61,7 +66,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use redb::{Database, Durability, ReadOnlyDatabase, ReadableDatabase};
+use redb::{Database, Durability, ReadOnlyDatabase, ReadableDatabase, ReadableTableMetadata};
 
 use crate::error::{Location, Result, StoreError};
 use crate::quiet_panic::catch;
@@ -75,6 +80,7 @@ use change_ring::{ChangeRing, Position};
 use format::{
     CLOCK, ENTRIES, JOURNAL_SEQ, META, Meta, decode_entry, initialise, read_meta, upgrade,
 };
+use image_file::ImageFile;
 use journal::Journal;
 use lease::Repair;
 use load::load_all;
@@ -119,6 +125,7 @@ pub struct RedbMedium {
     /// Set when the file was found damaged: nothing is written to it any
     /// more, and reads answer from the mirror as last verified.
     damage: Option<Damage>,
+    image: ImageFile,
 }
 
 /// Why a store is not written to, and which file that was.
@@ -157,6 +164,7 @@ impl RedbMedium {
             journal_seq: 0,
             mark: None,
             damage: None,
+            image: ImageFile::new(&path),
             path,
         }
     }
@@ -359,20 +367,16 @@ impl RedbMedium {
             let current = mirror.as_mut().expect("checked above");
             current.apply_delta(Vec::<(String, _)>::new(), meta.clock);
         } else if let (Some(keys), Some(current)) = (changed, mirror.as_mut()) {
-            let mut delta = Vec::with_capacity(keys.len());
-            for key in keys {
-                let entry = match entries.get(key.as_str()).at(path)? {
-                    Some(bytes) => Some(std::sync::Arc::new(decode_entry(
-                        &key,
-                        bytes.value(),
-                        meta.accept(),
-                        path,
-                    )?)),
-                    None => None,
-                };
-                delta.push((key, entry));
-            }
+            let delta = read_keys(&entries, keys, &meta, path)?;
             current.apply_delta(delta, meta.clock);
+        } else if let Some((base, keys)) =
+            self.image
+                .load(&meta, entries.len().at(path)?, now, &mut self.ring)
+        {
+            let delta = read_keys(&entries, keys, &meta, path)?;
+            let mut loaded = Mirror::from_image(base, meta.store_id.clone(), meta.clock);
+            loaded.apply_delta(delta, meta.clock);
+            *mirror = Some(loaded);
         } else {
             let all = load_all(&entries, meta.accept(), path)?;
             Mirror::replace(mirror, all, meta.store_id.clone(), meta.clock);
@@ -563,27 +567,36 @@ impl Medium for RedbMedium {
     /// waits for it and this one has had its turn (the quantum: a hand-over
     /// costs a close and an open, so handing over after every call would
     /// spend most of the time on hand-overs).
-    fn after_call(&mut self) {
+    fn after_call(&mut self, _mirror: Option<&Mirror>) {
         let Some(lease) = &mut self.lease else { return };
         lease.last_used = Instant::now();
         if lease.taken.elapsed() >= lease::CONTENDED_QUANTUM && self.ring.wanted() {
             self.ring.clear_want();
-            self.release();
+            // A process waits: no image is written on its time.
+            self.release(None);
             self.yielded_at = Some(Instant::now());
         }
     }
 
-    fn release_if_idle(&mut self, now: Instant) -> bool {
+    fn release_if_idle(&mut self, now: Instant, mirror: Option<&Mirror>) -> bool {
         let Some(lease) = &self.lease else {
             return false;
         };
         if now.duration_since(lease.last_used) >= lease::DEFAULT_LEASE_IDLE {
-            self.release();
+            self.release(mirror);
         }
         self.lease.is_some()
     }
 
-    fn release(&mut self) {
+    fn release(&mut self, mirror: Option<&Mirror>) {
+        if let Some(mirror) = mirror
+            && self.lease.is_some()
+            && self.damage.is_none()
+        {
+            // With the lock still held: the state the lease ends with is
+            // the mirror's, change `journal_seq`, the ring at `seen`.
+            self.image.write_if_due(mirror, self.journal_seq, self.seen);
+        }
         if let Some(mut lease) = self.lease.take() {
             let seq = self.journal_seq;
             // A panic of the engine here (a damaged file) must not escape:
@@ -624,7 +637,7 @@ impl Medium for RedbMedium {
             &self.path,
             "the database engine failed while reading it",
         ));
-        self.release();
+        self.release(None);
     }
 }
 
@@ -634,8 +647,31 @@ impl Drop for RedbMedium {
     /// close the database first and then abort the transaction, leaving its
     /// changes to a journal replay).
     fn drop(&mut self) {
-        self.release();
+        self.release(None);
     }
+}
+
+/// The entries of `keys` in the file now (`None`: deleted), each checked.
+fn read_keys(
+    entries: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+    keys: Vec<String>,
+    meta: &Meta,
+    path: &Path,
+) -> Result<Vec<(String, Option<std::sync::Arc<crate::entry::Entry>>)>> {
+    let mut delta = Vec::with_capacity(keys.len());
+    for key in keys {
+        let entry = match entries.get(key.as_str()).at(path)? {
+            Some(bytes) => Some(std::sync::Arc::new(decode_entry(
+                &key,
+                bytes.value(),
+                meta.accept(),
+                path,
+            )?)),
+            None => None,
+        };
+        delta.push((key, entry));
+    }
+    Ok(delta)
 }
 
 /// Why a change set was not made durable.

@@ -21,7 +21,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::postings::{Base, Delta};
+use super::postings::{Base, BaseParts, Delta};
 use crate::entry::Entry;
 use crate::text::{WordKind, for_each_word, term_of};
 
@@ -220,6 +220,150 @@ impl RecallIndex {
     fn is_stale(&self, id: u32) -> bool {
         self.stale[id as usize / 64] & (1 << (id % 64)) != 0
     }
+
+    /// The index as an image section (`store/image/`): only a freshly
+    /// built index (no delta, no id gone stale since the build) has one.
+    pub fn to_image_bytes(&self) -> Option<Vec<u8>> {
+        if self.delta_entries > 0 || self.stale_count > 0 {
+            return None;
+        }
+        let mut terms: Vec<(&str, u32)> =
+            self.dictionary.iter().map(|(t, &id)| (&**t, id)).collect();
+        terms.sort_unstable_by_key(|&(_, id)| id);
+        let BaseParts {
+            starts,
+            ids,
+            tfs,
+            big,
+        } = self.base.parts();
+        let mut out = Vec::new();
+        let mut put = |value: u64| out.extend_from_slice(&value.to_le_bytes());
+        for count in [
+            terms.len(),
+            self.base_ids as usize,
+            self.live as usize,
+            self.total_len as usize,
+            starts.len(),
+            ids.len(),
+            big.len(),
+            self.stale.len(),
+            self.doc_len.len(),
+        ] {
+            put(count as u64);
+        }
+        for (term, _) in &terms {
+            out.extend_from_slice(&(term.len() as u32).to_le_bytes());
+            out.extend_from_slice(term.as_bytes());
+        }
+        let words = |out: &mut Vec<u8>, values: &[u32]| {
+            for value in values {
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+        };
+        words(&mut out, &self.df);
+        words(&mut out, starts);
+        words(&mut out, ids);
+        out.extend_from_slice(tfs);
+        for (at, tf) in big {
+            words(&mut out, &[at, tf]);
+        }
+        for word in &self.stale {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        words(&mut out, &self.doc_len);
+        Some(out)
+    }
+
+    /// The index [`RecallIndex::to_image_bytes`] wrote, if the bytes hold
+    /// one whole and consistent (the section's checksum was verified).
+    pub fn from_image_bytes(bytes: &[u8]) -> Option<RecallIndex> {
+        let mut reader = ImageReader { bytes, at: 0 };
+        let mut counts = [0usize; 9];
+        for count in &mut counts {
+            *count = usize::try_from(reader.u64()?).ok()?;
+        }
+        let [
+            terms,
+            base_ids,
+            live,
+            total_len,
+            starts,
+            ids,
+            big,
+            stale,
+            doc_len,
+        ] = counts;
+        let mut dictionary = FxHashMap::default();
+        dictionary.reserve(terms);
+        for id in 0..terms {
+            let len = reader.u32()? as usize;
+            let term = std::str::from_utf8(reader.take(len)?).ok()?;
+            dictionary.insert(Box::from(term), id as u32);
+        }
+        let df = reader.u32s(terms)?;
+        let starts = reader.u32s(starts)?;
+        let ids = reader.u32s(ids)?;
+        let tfs = reader.take(ids.len())?.to_vec();
+        let big: Vec<(u32, u32)> = (0..big)
+            .map(|_| Some((reader.u32()?, reader.u32()?)))
+            .collect::<Option<_>>()?;
+        let stale = (0..stale)
+            .map(|_| reader.u64())
+            .collect::<Option<Vec<u64>>>()?;
+        let doc_len = reader.u32s(doc_len)?;
+        let base = Base::from_parts(starts, ids, tfs, &big)?;
+        let base_ids = u32::try_from(base_ids).ok()?;
+        let consistent = reader.at == bytes.len()
+            && dictionary.len() == terms
+            && stale.len() == (base_ids as usize).div_ceil(64)
+            && doc_len.len() <= base_ids as usize
+            && base.term_count() <= terms;
+        consistent.then(|| RecallIndex {
+            dictionary,
+            df,
+            base,
+            base_ids,
+            stale,
+            stale_count: 0,
+            delta: Delta::default(),
+            delta_entries: 0,
+            doc_len,
+            live: live as u32,
+            total_len: total_len as u64,
+        })
+    }
+}
+
+/// Reads the fields of a recall section in order.
+struct ImageReader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> ImageReader<'a> {
+    fn take(&mut self, len: usize) -> Option<&'a [u8]> {
+        let slice = self.bytes.get(self.at..self.at.checked_add(len)?)?;
+        self.at += len;
+        Some(slice)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn u32s(&mut self, count: usize) -> Option<Vec<u32>> {
+        let bytes = self.take(count.checked_mul(4)?)?;
+        Some(
+            bytes
+                .chunks_exact(4)
+                .map(|word| u32::from_le_bytes(word.try_into().expect("4 bytes")))
+                .collect(),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -239,6 +383,33 @@ mod tests {
         }
         out.sort_unstable();
         out
+    }
+
+    /// An index read back from its image bytes answers as the one written;
+    /// bytes cut short, or an index written to since its build, give none.
+    #[test]
+    fn an_index_survives_its_image_bytes() {
+        let long = "word ".repeat(300);
+        let entries = [
+            entry("error:build", "the build fails"),
+            entry("b", "builds"),
+            entry("c", &long),
+        ];
+        let index =
+            RecallIndex::build(entries.iter().enumerate().map(|(id, e)| (id as u32 * 2, e)));
+        let bytes = index.to_image_bytes().unwrap();
+        let read = RecallIndex::from_image_bytes(&bytes).unwrap();
+        for term in ["build", "error", "fail", "word", "b", "absent"] {
+            assert_eq!(postings(&read, term), postings(&index, term), "{term}");
+        }
+        assert_eq!(read.document_count(), 3);
+        assert!((read.average_len() - index.average_len()).abs() < 1e-12);
+        assert_eq!(read.document_len(4), index.document_len(4));
+        assert!(RecallIndex::from_image_bytes(&bytes[..bytes.len() - 1]).is_none());
+        let mut written = read;
+        written.remove(0, &entries[0]);
+        assert!(written.to_image_bytes().is_none());
+        assert_eq!(postings(&written, "error"), []);
     }
 
     #[test]

@@ -104,6 +104,60 @@ impl Base {
     pub fn posting_count(&self) -> usize {
         self.ids.len()
     }
+
+    /// The number of terms the base was built with.
+    pub fn term_count(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    /// The arrays of the base, for an image: `starts`, `ids`, `tfs`, and
+    /// the large frequencies as `(position, tf)` sorted by position.
+    pub fn parts(&self) -> BaseParts<'_> {
+        let mut big: Vec<(u32, u32)> = self.big_tfs.iter().map(|(&at, &tf)| (at, tf)).collect();
+        big.sort_unstable();
+        BaseParts {
+            starts: &self.starts,
+            ids: &self.ids,
+            tfs: &self.tfs,
+            big,
+        }
+    }
+
+    /// A base from [`Base::parts`], if they are consistent: `starts`
+    /// ascending up to the number of postings, every large frequency at a
+    /// posting marked so.
+    pub fn from_parts(
+        starts: Vec<u32>,
+        ids: Vec<u32>,
+        tfs: Vec<u8>,
+        big: &[(u32, u32)],
+    ) -> Option<Base> {
+        let consistent = ids.len() == tfs.len()
+            && starts.first() == Some(&0)
+            && starts
+                .last()
+                .is_some_and(|&last| last as usize == ids.len())
+            && starts.windows(2).all(|pair| pair[0] <= pair[1]);
+        let big_tfs: FxHashMap<u32, u32> = big.iter().copied().collect();
+        let marked = memchr::memchr_iter(TF_OVERFLOW, &tfs).count();
+        let all_found = big_tfs
+            .keys()
+            .all(|&at| tfs.get(at as usize) == Some(&TF_OVERFLOW));
+        (consistent && marked == big_tfs.len() && all_found).then_some(Base {
+            starts,
+            ids,
+            tfs,
+            big_tfs,
+        })
+    }
+}
+
+/// The arrays of a [`Base`] (see [`Base::parts`]).
+pub struct BaseParts<'a> {
+    pub starts: &'a [u32],
+    pub ids: &'a [u32],
+    pub tfs: &'a [u8],
+    pub big: Vec<(u32, u32)>,
 }
 
 /// The postings of one term in the delta.
