@@ -35,7 +35,6 @@ import array
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 #: Seconds one call of the embedder may take before membolt gives up on it.
@@ -111,14 +110,20 @@ def vectors_bytes(result: object, count: int, dims: int) -> bytes:
         raise EmbedderError(f"a vector is not a sequence of numbers ({error})") from None
 
 
-@dataclass
 class _Call:
-    texts: list[str]
-    #: ``embed_query(texts[0])`` rather than ``embed(texts)``.
-    query: bool = False
-    done: threading.Event = field(default_factory=threading.Event)
-    result: object = None
-    error: BaseException | None = None
+    """One request to the embedding thread and, once ``done`` is set, its
+    outcome. A plain class, not a dataclass: importing ``dataclasses`` pulls in
+    ``inspect`` and costs a new process ~7 ms before its first store call."""
+
+    __slots__ = ("done", "error", "query", "result", "texts")
+
+    def __init__(self, texts: list[str], query: bool = False) -> None:
+        self.texts = texts
+        #: ``embed_query(texts[0])`` rather than ``embed(texts)``.
+        self.query = query
+        self.done = threading.Event()
+        self.result: object = None
+        self.error: BaseException | None = None
 
 
 class Embedding:

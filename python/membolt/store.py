@@ -17,9 +17,8 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from . import _core
 from ._core import Cap, Entry, SaveRequest
@@ -27,6 +26,11 @@ from .classify import DEFAULT_TYPE, classify, parent_type
 from .embedding import DEFAULT_EMBED_TIMEOUT, Embedder
 from .errors import ArgumentTypeError
 from .semantic import SemanticStore
+
+if TYPE_CHECKING:
+    # At run time pathlib is imported where a path is made: with urllib.parse
+    # and ipaddress it costs a new process ~4 ms before its first store call.
+    from pathlib import Path
 
 STORE_FILE_NAME = "memory.redb"
 #: §13.1: where the spools of PostgreSQL projects live, under the store home.
@@ -59,6 +63,8 @@ def default_base_dir() -> Path:
     name a different place from every working directory, so processes of
     one project would not find each other's store.
     """
+    from pathlib import Path
+
     home = os.environ.get("MEMBOLT_HOME")
     if home:
         base = Path(home).expanduser()
@@ -80,6 +86,8 @@ def project_store_path(
     A relative ``cwd`` is made absolute first, so every caller in the same
     project reaches the same store whatever its own working directory.
     """
+    from pathlib import Path
+
     base = Path(base_dir) if base_dir is not None else default_base_dir()
     return base / encode_cwd(_absolute(cwd)) / STORE_FILE_NAME
 
@@ -359,6 +367,8 @@ class MemoryStore(SemanticStore):
         """Where events wait when this store was busy (see ``membolt.spool``):
         ``<store file>.spool``; for a PostgreSQL project, a file of its own
         under the store home (``$MEMBOLT_HOME``)."""
+        from pathlib import Path
+
         cached: Path | None = self.__dict__.get("_spool_path")
         if cached is None:
             if self.path is not None:
