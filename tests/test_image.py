@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -146,10 +147,18 @@ def test_an_image_that_fails_a_check_is_ignored(
     assert not any("image" in note for note in membolt.doctor.inspect(store_path).notes)
 
 
-def test_images_off_writes_none(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMBOLT_IMAGE", "off")
-    fill(store_path, 50)
+@pytest.mark.parametrize("setting", ["off", "OFF", "0", "false", " No "])
+def test_images_off_writes_none(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    # Big enough for an image by default (the control beside it).
+    monkeypatch.setenv("MEMBOLT_IMAGE", setting)
+    fill(store_path, 2500)
     assert not image_of(store_path).exists()
+    monkeypatch.delenv("MEMBOLT_IMAGE")
+    control = tmp_path / "control.redb"
+    fill(control, 2500)
+    assert image_of(control).exists()
 
 
 def test_a_small_store_gets_no_image_by_default(
@@ -218,6 +227,102 @@ def test_a_writer_killed_while_writing_the_image_leaves_a_store_that_opens(
         report = membolt.doctor.inspect(store_path)
         assert report.problems == (), report.problems
     print(f"\nimage kill campaign: {json.dumps(counts)}")
+
+
+# Saves and deletes the JSON list of [key, value | null] in argv[2], in a
+# process of its own (whose lease ends, writing an image when one is due).
+WRITER = r"""
+import json, sys
+import membolt
+store = membolt.MemoryStore(sys.argv[1])
+for key, value in json.loads(sys.argv[2]):
+    store.save(key, value) if value is not None else store.delete(key)
+store.close()
+"""
+
+
+def write(path: Path, changes: list[tuple[str, str | None]]) -> None:
+    subprocess.run(
+        [sys.executable, "-c", WRITER, str(path), json.dumps(changes)],
+        check=True,
+        timeout=120,
+        env={**os.environ, "MEMBOLT_IMAGE": "always"},
+    )
+
+
+def copy_store(source: Path, target: Path) -> None:
+    """The store file and its companions, as a backup or a sync tool would
+    copy them (over what is there, deleting nothing)."""
+    for suffix in ("", *membolt._core.STORE_COMPANION_SUFFIXES):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
+
+
+def assert_same_with_and_without_image(path: Path) -> None:
+    assert Path(f"{path}.image").exists()
+    assert new_process(path, "always") == new_process(path, "off")
+
+
+@pytest.mark.usefixtures("always")
+def test_a_copy_that_went_its_own_way_is_not_served_from_the_other_image(
+    tmp_path: Path,
+) -> None:
+    # Two copies of one store (the same store id) change the same number of
+    # entries; one copy's files are then put over the other's, image aside:
+    # the same store id, change number, entry count and ring position, other
+    # contents.
+    first, second = tmp_path / "first.redb", tmp_path / "second.redb"
+    fill(first, 10)
+    Path(f"{first}.image").unlink()  # the first copy's next image: after they part
+    copy_store(first, second)
+    write(first, [("key:0001", "alpha changed in the first copy")])
+    write(second, [("key:0005", "changed in the second copy")])
+    copy_store(second, first)
+    assert_same_with_and_without_image(first)
+    entries = new_process(first, "always")["entries"]
+    assert isinstance(entries, list)
+    values = {e["key"]: e["value"] for e in entries}
+    assert values["key:0001"] == value(1)
+    assert values["key:0005"] == "changed in the second copy"
+
+
+@pytest.mark.usefixtures("always")
+def test_a_backup_put_back_under_a_newer_image_is_not_served_from_it(
+    tmp_path: Path,
+) -> None:
+    store, backup = tmp_path / "m.redb", tmp_path / "backup.redb"
+    fill(store, 10)
+    Path(f"{store}.image").unlink()  # the backup predates the image
+    copy_store(store, backup)
+    write(store, [("key:0001", "alpha changed after the backup")])
+    copy_store(backup, store)  # put back; the newer image stays
+    write(store, [("key:0005", "after the restore"), ("key:0010", "new after the restore")])
+    assert_same_with_and_without_image(store)
+    entries = new_process(store, "always")["entries"]
+    assert isinstance(entries, list)
+    values = {e["key"]: e["value"] for e in entries}
+    assert values["key:0001"] == value(1)
+    assert values["key:0005"] == "after the restore"
+
+
+@pytest.mark.usefixtures("always")
+def test_a_change_ring_that_went_back_is_not_trusted_with_the_image(store_path: Path) -> None:
+    # The ring is shared through the page cache and never synced: after a
+    # machine crash its file may hold older pages than the image (synced)
+    # remembers. New changes then reuse the ring numbers the image has seen.
+    store_path.parent.mkdir(parents=True)
+    fill(store_path, 10)
+    Path(f"{store_path}.image").unlink()  # the next image: after the crash's ring
+    ring = Path(f"{store_path}.sync")
+    old_ring = ring.read_bytes()
+    write(store_path, [("key:0001", "changed before the crash")])
+    with ring.open("r+b") as file:  # the older pages, in place
+        file.write(old_ring)
+    write(store_path, [("key:0005", "after the crash"), ("key:0010", "new after the crash")])
+    assert_same_with_and_without_image(store_path)
+    entries = new_process(store_path, "always")["entries"]
+    assert isinstance(entries, list)
+    assert {e["key"]: e["value"] for e in entries}["key:0005"] == "after the crash"
 
 
 @pytest.mark.usefixtures("always")

@@ -559,6 +559,7 @@ mod tests {
             sequence: 1,
             count: 200,
             position: None,
+            token: 0,
         };
         crate::store::image::write::write_image(&store, &stamp, 7, &refs, Vec::new()).unwrap();
         let image = crate::store::image::Image::open(&crate::store::image::path_for(&store));

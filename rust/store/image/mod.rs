@@ -15,7 +15,7 @@
 //! ```text
 //! header (512 bytes, little-endian)
 //!     0   8  magic "mbimage\0"
-//!     8   4  format (1)
+//!     8   4  format (2)
 //!    12   4  number of sections (at most 12)
 //!    16   8  sequence: the medium's change number (redb: journal_seq)
 //!    24   8  entry count
@@ -26,6 +26,10 @@
 //!    64   8  file length
 //!    72   1  length of the store id (at most 32), then its bytes
 //!   112 384  sections: tag (u32), 0 (u32), offset, length, XXH3 of the bytes
+//!   496   8  token: the random number the medium recorded beside the state
+//!              when this image was written (0: none; see [`Stamp::token`])
+//!   504   4  build: the low half of the XXH3 of the crate's version (an
+//!              image of another version's views is never read)
 //!   508   4  CRC-32 of bytes 0..508
 //! sections (each at an offset that is a multiple of 8)
 //!   ENTR  per entry, sorted by key, 48 bytes: key offset (u64, in ARNA),
@@ -66,12 +70,22 @@ pub const SUFFIX: &str = ".image";
 pub(crate) const NEW_SUFFIX: &str = ".image.new";
 
 const MAGIC: &[u8; 8] = b"mbimage\0";
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 pub(crate) const HEADER_LEN: usize = 512;
 const MAX_SECTIONS: usize = 12;
 const SECTIONS_AT: usize = 112;
 const SECTION_ENTRY_LEN: usize = 32;
+const TOKEN_AT: usize = 496;
+const BUILD_AT: usize = 504;
 const CRC_AT: usize = 508;
+
+/// What an image's `build` field must hold: the views' sections (trigram
+/// signatures, lowered texts, stems, render ids) are laid out by this
+/// version's code, so an image of any other version is not read, however
+/// well it passes its checksums.
+fn build_tag() -> u32 {
+    xxh3_64(env!("CARGO_PKG_VERSION").as_bytes()) as u32
+}
 const MAX_STORE_ID: usize = 32;
 const ENTRY_LEN: usize = 48;
 const REF_LEN: usize = 16;
@@ -96,6 +110,13 @@ pub struct Stamp {
     /// Where the medium's change log stood (id, seq, head), when it has
     /// one: the changes since are listed from there.
     pub position: Option<[u64; 3]>,
+    /// A random number the medium recorded with its state when it wrote
+    /// the image (0: none). The change number and count alone cannot tell
+    /// the state the image was taken of from another one with the same
+    /// numbers (a copy of the store that went its own way, a backup put
+    /// back): the medium uses the image only when the store still names
+    /// this token.
+    pub token: u64,
 }
 
 /// The views' sections of an image of `entries` (sorted by key), as
@@ -131,9 +152,10 @@ pub enum Setting {
 pub const MIN_ENTRIES: usize = 2_000;
 
 pub fn setting() -> Setting {
-    match std::env::var("MEMBOLT_IMAGE").as_deref() {
-        Ok("off" | "0") => Setting::Off,
-        Ok("always") => Setting::Always,
+    let value = std::env::var("MEMBOLT_IMAGE").unwrap_or_default();
+    match value.trim().to_ascii_lowercase().as_str() {
+        "off" | "0" | "false" | "no" => Setting::Off,
+        "always" => Setting::Always,
         _ => Setting::On,
     }
 }
@@ -202,6 +224,9 @@ fn parse_header(header: &[u8]) -> Result<(Stamp, i64, u64, Vec<Section>), Proble
             u32_at(header, 8)
         )));
     }
+    if u32_at(header, BUILD_AT) != build_tag() {
+        return Err(damaged("it was written by another version of membolt"));
+    }
     let section_count = u32_at(header, 12) as usize;
     let id_len = header[72] as usize;
     if section_count > MAX_SECTIONS || id_len > MAX_STORE_ID {
@@ -214,6 +239,7 @@ fn parse_header(header: &[u8]) -> Result<(Stamp, i64, u64, Vec<Section>), Proble
         sequence: u64_at(header, 16),
         count: u64_at(header, 24),
         position,
+        token: u64_at(header, TOKEN_AT),
     };
     let sections = (0..section_count)
         .map(|i| {

@@ -33,6 +33,7 @@ fn stamp(count: usize) -> Stamp {
         sequence: 42,
         count: count as u64,
         position: Some([9, 10, 11]),
+        token: 0x5eed,
     }
 }
 

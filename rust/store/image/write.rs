@@ -17,8 +17,9 @@ use rustc_hash::FxHashMap;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::{
-    ARENA, CRC_AT, ENTRIES, ENTRY_LEN, FORMAT, HEADER_LEN, MAGIC, MAX_SECTIONS, MAX_STORE_ID,
-    NAMES, NEW_SUFFIX, REFS, SECTION_ENTRY_LEN, SECTIONS_AT, Stamp, path_for,
+    ARENA, BUILD_AT, CRC_AT, ENTRIES, ENTRY_LEN, FORMAT, HEADER_LEN, MAGIC, MAX_SECTIONS,
+    MAX_STORE_ID, NAMES, NEW_SUFFIX, REFS, SECTION_ENTRY_LEN, SECTIONS_AT, Stamp, TOKEN_AT,
+    build_tag, path_for,
 };
 use crate::entry::Entry;
 
@@ -199,6 +200,8 @@ fn write_into(
         header[at + 16..at + 24].copy_from_slice(&len.to_le_bytes());
         header[at + 24..at + 32].copy_from_slice(&hash.to_le_bytes());
     }
+    header[TOKEN_AT..TOKEN_AT + 8].copy_from_slice(&stamp.token.to_le_bytes());
+    header[BUILD_AT..BUILD_AT + 4].copy_from_slice(&build_tag().to_le_bytes());
     let crc = crc32fast::hash(&header[..CRC_AT]);
     header[CRC_AT..].copy_from_slice(&crc.to_le_bytes());
     file.write_all_at(&header, 0)?;

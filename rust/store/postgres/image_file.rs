@@ -93,6 +93,9 @@ impl LocalImage {
             sequence: seq as u64,
             count: mirror.len() as u64,
             position: None,
+            // The project's identity and change numbers stand for its state
+            // (see `catch_up`); no token.
+            token: 0,
         };
         if std::fs::DirBuilder::new()
             .recursive(true)

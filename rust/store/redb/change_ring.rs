@@ -171,20 +171,23 @@ impl ChangeRing {
             .ok()
             .filter(|file| file.metadata().is_ok_and(|meta| meta.is_file()))?;
         drop(created);
-        let position = Position {
-            ring_id: crate::random::random_u64() | 1,
-            seq: 0,
-            head: 0,
-        };
-        let mut header = [0u8; HEADER_LEN as usize];
-        header[..8].copy_from_slice(MAGIC);
-        header[16..24].copy_from_slice(&position.ring_id.to_le_bytes());
         let file = self.file()?;
         // Zeros in the mark's place too: no mark is a valid one.
         file.set_len(HEADER_LEN + RING_LEN).ok()?;
         file.set_len(MARK_OFFSET + acknowledged::MARK_LEN as u64)
             .ok()?;
-        file.write_all_at(&header, 0).ok()?;
+        self.restart()
+    }
+
+    /// Starts an empty ring with a new ring id (by the holder of the write
+    /// lease): every process that saw the old one rebuilds instead of
+    /// trusting its numbers. The acknowledgement mark is left as it is.
+    pub(crate) fn restart(&mut self) -> Option<Position> {
+        let ring_id = crate::random::random_u64() | 1;
+        let mut header = [0u8; HEADER_LEN as usize];
+        header[..8].copy_from_slice(MAGIC);
+        header[16..24].copy_from_slice(&ring_id.to_le_bytes());
+        self.file()?.write_all_at(&header, 0).ok()?;
         self.position()
     }
 

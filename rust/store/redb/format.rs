@@ -23,6 +23,14 @@ pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta
 pub(crate) const JOURNAL_SEQ: &str = "journal_seq";
 /// Meta key: the persisted clock.
 pub(crate) const CLOCK: &str = "clock";
+/// The token of the image that describes a state of this file (see
+/// `image_file.rs`): written with the commit that ends the lease whose
+/// holder wrote the image, kept by later commits.
+pub(crate) const IMAGE_TOKEN: &str = "image_token";
+/// Where the change ring stood (id, seq, head) after the newest commit
+/// redb holds: a ring found behind it lost records (its pages are never
+/// synced, so a machine crash can put older ones back).
+pub(crate) const RING_MARK: &str = "ring_mark";
 /// Every table a membolt store has.
 pub(crate) const TABLE_NAMES: [&str; 2] = ["entries", "meta"];
 
@@ -74,6 +82,10 @@ pub(crate) struct Meta {
     /// The newest change redb holds (see journal/mod.rs).
     pub journal_seq: u64,
     pub schema: u64,
+    /// [`IMAGE_TOKEN`], when an image was ever recorded.
+    pub image_token: Option<u64>,
+    /// [`RING_MARK`], when the newest commit recorded one.
+    pub ring_mark: Option<[u64; 3]>,
 }
 
 impl Meta {
@@ -85,6 +97,24 @@ impl Meta {
             Accept::Legacy
         }
     }
+}
+
+/// [`RING_MARK`]'s value: three little-endian u64s.
+pub(crate) fn encode_ring_mark(mark: [u64; 3]) -> [u8; 24] {
+    let mut bytes = [0u8; 24];
+    for (chunk, word) in bytes.chunks_exact_mut(8).zip(mark) {
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+    bytes
+}
+
+fn decode_ring_mark(bytes: &[u8]) -> Option<[u64; 3]> {
+    let word = |i: usize| {
+        Some(u64::from_le_bytes(
+            bytes.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
+    (bytes.len() == 24).then_some([word(0)?, word(1)?, word(2)?])
 }
 
 fn read_u64(
@@ -142,11 +172,20 @@ pub(crate) fn read_meta(rtx: &redb::ReadTransaction, path: &Path) -> Result<Meta
         .ok_or_else(|| StoreError::corrupt(path, "no store id"))?;
     let clock = read_u64(&meta, CLOCK, path)?.map_or(i64::MIN, |c| c as i64);
     let journal_seq = read_u64(&meta, JOURNAL_SEQ, path)?.unwrap_or(0);
+    let image_token = read_u64(&meta, IMAGE_TOKEN, path)?;
+    // Only a cache's helpers: a malformed mark is no mark (the ring and
+    // the image are then not trusted), never an error.
+    let ring_mark = meta
+        .get(RING_MARK)
+        .at(path)?
+        .and_then(|value| decode_ring_mark(value.value()));
     Ok(Meta {
         store_id,
         clock,
         journal_seq,
         schema,
+        image_token,
+        ring_mark,
     })
 }
 

@@ -78,7 +78,8 @@ use errors::AtStore;
 use acknowledged::Mark;
 use change_ring::{ChangeRing, Position};
 use format::{
-    CLOCK, ENTRIES, JOURNAL_SEQ, META, Meta, decode_entry, initialise, read_meta, upgrade,
+    CLOCK, ENTRIES, IMAGE_TOKEN, JOURNAL_SEQ, META, Meta, RING_MARK, decode_entry,
+    encode_ring_mark, initialise, read_meta, upgrade,
 };
 use image_file::ImageFile;
 use journal::Journal;
@@ -126,6 +127,9 @@ pub struct RedbMedium {
     /// more, and reads answer from the mirror as last verified.
     damage: Option<Damage>,
     image: ImageFile,
+    /// The image token the file recorded when this process last read its
+    /// meta or committed one (see `image_file.rs`).
+    image_token: Option<u64>,
 }
 
 /// Why a store is not written to, and which file that was.
@@ -163,6 +167,7 @@ impl RedbMedium {
             journal_on: false,
             journal_seq: 0,
             mark: None,
+            image_token: None,
             damage: None,
             image: ImageFile::new(&path),
             path,
@@ -303,10 +308,24 @@ impl RedbMedium {
             *mirror = None;
         }
         // With the write lock held, nobody else can be writing the ring.
-        self.ring.initialise();
+        let ring_now = self.ring.initialise();
+        // Asked before the replay, whose announcements could carry the ring
+        // past the mark again.
+        let ring_went_back = !is_new
+            && ring_now.is_some_and(|now| {
+                let rtx = lease.db.begin_read().ok();
+                let meta = rtx.and_then(|rtx| read_meta(&rtx, path).ok());
+                meta.is_some_and(|meta| image_file::ring_went_back(&meta, now))
+            });
         // Replay before `begin_lease`, which recreates a journal of the
         // wrong size (another version's, or a damaged one) from scratch.
         self.journal_seq = self.replay_journal(&lease.db, crashed)?;
+        if ring_went_back {
+            // It lost records (a machine crash put older pages back): a new
+            // ring, so that no mirror or image trusts the numbers it would
+            // reuse.
+            self.ring.restart();
+        }
         if upgrade(&lease.db, &self.path)? {
             *mirror = None; // a new store id: every record was rewritten
         }
@@ -350,6 +369,7 @@ impl RedbMedium {
         let path = &self.path;
         let rtx = db.read_txn().at(path)?;
         let meta = read_meta(&rtx, path)?;
+        self.image_token = meta.image_token;
         let now = self.ring.position();
         let entries = rtx.open_table(ENTRIES).at(path)?;
         let changed = match (mirror.as_ref(), self.seen, now) {
@@ -445,7 +465,7 @@ impl RedbMedium {
         } else {
             // No journal, or a record too big for what is left of it: a
             // durable redb commit (of the lease's earlier changes too).
-            commit_durably(wtx, seq, path).map_err(WriteFailure::TransactionLost)?;
+            commit_durably(wtx, seq, position, path).map_err(WriteFailure::TransactionLost)?;
             lease.uncommitted = false;
             journal.restart();
             if let Some(mark) = mark {
@@ -589,29 +609,40 @@ impl Medium for RedbMedium {
     }
 
     fn release(&mut self, mirror: Option<&Mirror>) {
+        let mut new_token = None;
         if let Some(mirror) = mirror
             && self.lease.is_some()
             && self.damage.is_none()
         {
             // With the lock still held: the state the lease ends with is
             // the mirror's, change `journal_seq`, the ring at `seen`.
-            self.image.write_if_due(mirror, self.journal_seq, self.seen);
+            new_token =
+                self.image
+                    .write_if_due(mirror, self.journal_seq, self.seen, self.image_token);
         }
         if let Some(mut lease) = self.lease.take() {
             let seq = self.journal_seq;
+            let ring = self.seen;
             // A panic of the engine here (a damaged file) must not escape:
             // every change is already durable (in redb or in the journal),
             // and the next open repairs or replays.
             let ended = catch(move || {
-                if let Some(wtx) = lease.wtx.take()
-                    && lease.uncommitted
-                {
-                    // Non-durable: the close makes it durable. Should either
-                    // fail, the next holder replays the journal instead.
-                    let _ = finish_lease(wtx, seq);
-                }
-                lease.db.close()
+                let wtx = match lease.wtx.take() {
+                    Some(wtx) if lease.uncommitted || new_token.is_some() => Some(wtx),
+                    None if new_token.is_some() => lease.db.begin_write().ok(),
+                    _ => None,
+                };
+                // Non-durable: the close makes it durable. Should either
+                // fail, the next holder replays the journal instead (and
+                // the new image, whose token the file lacks, goes unused).
+                let committed =
+                    wtx.is_some_and(|wtx| finish_lease(wtx, seq, ring, new_token).is_ok());
+                let _ = lease.db.close();
+                committed
             });
+            if matches!(ended, Ok(true)) && new_token.is_some() {
+                self.image_token = new_token;
+            }
             if ended.is_err() {
                 self.mark_damaged(&StoreError::corrupt(
                     &self.path,
@@ -708,24 +739,51 @@ fn apply_changes(
     Ok(())
 }
 
-/// Commits `wtx` durably, recording `seq` as the newest change redb holds.
-fn commit_durably(mut wtx: redb::WriteTransaction, seq: u64, path: &Path) -> Result<()> {
-    wtx.open_table(META)
-        .at(path)?
-        .insert(JOURNAL_SEQ, seq.to_le_bytes().as_slice())
-        .at(path)?;
+/// Commits `wtx` durably, recording `seq` as the newest change redb holds
+/// and `ring` as where the change ring stood after it.
+fn commit_durably(
+    mut wtx: redb::WriteTransaction,
+    seq: u64,
+    ring: Option<Position>,
+    path: &Path,
+) -> Result<()> {
+    record_commit(&wtx, seq, ring, None).at(path)?;
     wtx.set_durability(Durability::Immediate).at(path)?;
     wtx.commit().at(path)
 }
 
 /// Commits a lease's journaled changes at its end, recording `seq` so that
-/// the next holder does not replay them (the close that follows makes the
-/// commit durable).
-fn finish_lease(mut wtx: redb::WriteTransaction, seq: u64) -> std::result::Result<(), redb::Error> {
-    wtx.open_table(META)?
-        .insert(JOURNAL_SEQ, seq.to_le_bytes().as_slice())?;
+/// the next holder does not replay them, `ring` as where the change ring
+/// stood, and the token of the image the lease wrote, if it wrote one (the
+/// close that follows makes the commit durable).
+fn finish_lease(
+    mut wtx: redb::WriteTransaction,
+    seq: u64,
+    ring: Option<Position>,
+    image_token: Option<u64>,
+) -> std::result::Result<(), errors::EngineError> {
+    record_commit(&wtx, seq, ring, image_token)?;
     wtx.set_durability(Durability::None)?;
     wtx.commit()?;
+    Ok(())
+}
+
+/// The meta fields a commit that ends with change `seq` records.
+fn record_commit(
+    wtx: &redb::WriteTransaction,
+    seq: u64,
+    ring: Option<Position>,
+    image_token: Option<u64>,
+) -> std::result::Result<(), errors::EngineError> {
+    let mut meta = wtx.open_table(META)?;
+    meta.insert(JOURNAL_SEQ, seq.to_le_bytes().as_slice())?;
+    if let Some(ring) = ring {
+        let mark = encode_ring_mark([ring.ring_id, ring.seq, ring.head]);
+        meta.insert(RING_MARK, mark.as_slice())?;
+    }
+    if let Some(token) = image_token {
+        meta.insert(IMAGE_TOKEN, token.to_le_bytes().as_slice())?;
+    }
     Ok(())
 }
 

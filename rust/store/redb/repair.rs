@@ -465,6 +465,8 @@ fn read_pages(
                 clock: i64::MIN,
                 journal_seq: *journal_seq,
                 schema: crate::store::redb::format::SCHEMA_VERSION,
+                image_token: None,
+                ring_mark: None,
             });
     let (meta, why, crashed) = match tree {
         Ok(tree) => {
