@@ -54,6 +54,14 @@ def times_alternating(
     return times
 
 
+def p50_alternating(
+    first: Callable[[int], object], second: Callable[[int], object], repeat: int
+) -> tuple[float, float]:
+    """Median wall times in ms of ``first(i)`` and ``second(i)`` called in turn."""
+    times = times_alternating(first, second, repeat)
+    return statistics.median(times[0]) / 1e6, statistics.median(times[1]) / 1e6
+
+
 def times_back_to_back(run: Callable[[int], object], repeat: int, offset: int) -> list[int]:
     """Wall times in ns of ``run(offset + i)``, one after the other."""
     out = []
