@@ -14,6 +14,8 @@
 //! * `MEMBOLT_TIMING_FOCUS`: the focus of the first render;
 //! * `MEMBOLT_TIMING_STORE_ONLY=1`: only the `Store` phases;
 //! * `MEMBOLT_TIMING_RENDER_FIRST=1`: the first `Store` call renders;
+//! * `MEMBOLT_TIMING_SAVE_FIRST=1`: the first `Store` call saves (a new key;
+//!   run it on a copy of the store);
 //! * `MEMBOLT_TIMING_PHASE=memory|iterate|decode|search|find|render|graph|tokens`: only that
 //!   phase (`iterate` and `decode` in a fresh process), e.g. under `perf`;
 //! * `MEMBOLT_TIMING_QUERIES=a,b`: the queries of the `find` phase;
@@ -126,6 +128,34 @@ fn render(store: &Store, focus: &str) -> usize {
 /// The `Store` API end to end, in a process that has done nothing yet.
 fn store_phases(path: &Path, focus: &str) {
     let store = Store::open(path, Duration::from_secs(5)).unwrap();
+    if env("MEMBOLT_TIMING_SAVE_FIRST").is_some() {
+        timed("Store: open + first save", || {
+            store
+                .save(membolt::store::SaveRequest {
+                    key: "bench:first-save".into(),
+                    value: "a value of a first save".into(),
+                    kind: None,
+                    inferred_kind: "note".into(),
+                    namespace: None,
+                    references: None,
+                    parent_kind: None,
+                })
+                .unwrap()
+        });
+        timed("Store: second save", || {
+            store
+                .save(membolt::store::SaveRequest {
+                    key: "bench:second-save".into(),
+                    value: "a value of a second save".into(),
+                    kind: None,
+                    inferred_kind: "note".into(),
+                    namespace: None,
+                    references: None,
+                    parent_kind: None,
+                })
+                .unwrap()
+        });
+    }
     let render_first = env("MEMBOLT_TIMING_RENDER_FIRST").is_some();
     let mut block = 0;
     if render_first {

@@ -263,8 +263,8 @@ impl<'a> Txn<'a> {
                     .iter()
                     .flat_map(|kind| {
                         self.mirror
-                            .of_type_oldest_first(kind)
-                            .take(excess)
+                            .oldest_of_type(kind, excess)
+                            .into_iter()
                             .map(|e| (e.updated_at, e.key.clone()))
                     })
                     .collect();

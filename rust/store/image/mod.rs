@@ -435,6 +435,20 @@ impl Image {
         u64_at(self.record(i), 40) as i64
     }
 
+    /// The index of entry `i`'s type among the image's names.
+    pub fn kind_index(&self, i: usize) -> u32 {
+        u32_at(self.record(i), 16)
+    }
+
+    /// The index of `name` among the image's names (types and namespaces),
+    /// if an entry of the image uses it.
+    pub fn name_index(&self, name: &str) -> Option<u32> {
+        self.names
+            .iter()
+            .position(|known| &**known == name)
+            .map(|i| i as u32)
+    }
+
     /// The position of `key` among the entries.
     pub fn find(&self, key: &str) -> Option<usize> {
         let (mut low, mut high) = (0, self.count);
