@@ -125,35 +125,30 @@ fn render(store: &Store, focus: &str) -> usize {
         .unwrap()
 }
 
+/// Saves a new note under `key`.
+fn save_new(store: &Store, key: &str) -> Arc<Entry> {
+    store
+        .save(membolt::store::SaveRequest {
+            key: key.into(),
+            value: format!("a value of {key}"),
+            kind: None,
+            inferred_kind: "note".into(),
+            namespace: None,
+            references: None,
+            parent_kind: None,
+        })
+        .unwrap()
+}
+
 /// The `Store` API end to end, in a process that has done nothing yet.
 fn store_phases(path: &Path, focus: &str) {
     let store = Store::open(path, Duration::from_secs(5)).unwrap();
     if env("MEMBOLT_TIMING_SAVE_FIRST").is_some() {
         timed("Store: open + first save", || {
-            store
-                .save(membolt::store::SaveRequest {
-                    key: "bench:first-save".into(),
-                    value: "a value of a first save".into(),
-                    kind: None,
-                    inferred_kind: "note".into(),
-                    namespace: None,
-                    references: None,
-                    parent_kind: None,
-                })
-                .unwrap()
+            save_new(&store, "bench:first-save")
         });
         timed("Store: second save", || {
-            store
-                .save(membolt::store::SaveRequest {
-                    key: "bench:second-save".into(),
-                    value: "a value of a second save".into(),
-                    kind: None,
-                    inferred_kind: "note".into(),
-                    namespace: None,
-                    references: None,
-                    parent_kind: None,
-                })
-                .unwrap()
+            save_new(&store, "bench:second-save")
         });
     }
     let render_first = env("MEMBOLT_TIMING_RENDER_FIRST").is_some();

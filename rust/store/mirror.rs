@@ -581,6 +581,25 @@ mod tests {
         crate::testing::entry(key, kind, "", updated_at, refs)
     }
 
+    /// A mirror over an image of `entries` (sorted by key), and the
+    /// directory the image lies in (kept alive by the caller).
+    fn over_image(entries: &[Arc<Entry>]) -> (tempfile::TempDir, Mirror) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("memory.redb");
+        let refs: Vec<&Arc<Entry>> = entries.iter().collect();
+        let stamp = crate::store::image::Stamp {
+            store_id: vec![1],
+            sequence: 1,
+            count: entries.len() as u64,
+            position: None,
+            token: 0,
+        };
+        crate::store::image::write::write_image(&store, &stamp, 7, &refs, Vec::new()).unwrap();
+        let image = crate::store::image::Image::open(&crate::store::image::path_for(&store));
+        let mirror = Mirror::from_image(Arc::new(Base::new(image.unwrap())), vec![1], 0);
+        (dir, mirror)
+    }
+
     #[test]
     fn indexes_follow_inserts_overwrites_and_removes() {
         let mut mirror = Mirror::default();
@@ -676,23 +695,10 @@ mod tests {
     /// changes of base entries and of new ones, from both ends.
     #[test]
     fn a_mirror_over_an_image_answers_as_one_over_its_entries() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("memory.redb");
         let entries: Vec<Arc<Entry>> = (0..200)
             .map(|i| entry(&format!("k{:03}", i * 2), "note", i, &[]))
             .collect();
-        let refs: Vec<&Arc<Entry>> = entries.iter().collect();
-        let stamp = crate::store::image::Stamp {
-            store_id: vec![1],
-            sequence: 1,
-            count: 200,
-            position: None,
-            token: 0,
-        };
-        crate::store::image::write::write_image(&store, &stamp, 7, &refs, Vec::new()).unwrap();
-        let image = crate::store::image::Image::open(&crate::store::image::path_for(&store));
-        let base = Arc::new(Base::new(image.unwrap()));
-        let mut lazy = Mirror::from_image(base, vec![1], 0);
+        let (_dir, mut lazy) = over_image(&entries);
         let mut plain = Mirror::from_entries(entries, vec![1], 0);
         let mut below = crate::test_rng::xorshift(11);
         for step in 0..600 {
@@ -738,23 +744,11 @@ mod tests {
         // image, then changes and deletions on top; the lazy mirror answers
         // by scanning the image (its core indexes are never built), the
         // plain one from its indexes.
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("memory.redb");
         let kinds = ["note", "goal", "progress", "error"];
         let entries: Vec<Arc<Entry>> = (0..300)
             .map(|i| entry(&format!("k{i:03}"), kinds[i % 4], (i % 7) as i64, &[]))
             .collect();
-        let refs: Vec<&Arc<Entry>> = entries.iter().collect();
-        let stamp = crate::store::image::Stamp {
-            store_id: vec![1],
-            sequence: 1,
-            count: 300,
-            position: None,
-            token: 0,
-        };
-        crate::store::image::write::write_image(&store, &stamp, 7, &refs, Vec::new()).unwrap();
-        let image = crate::store::image::Image::open(&crate::store::image::path_for(&store));
-        let mut lazy = Mirror::from_image(Arc::new(Base::new(image.unwrap())), vec![1], 0);
+        let (_dir, mut lazy) = over_image(&entries);
         // Every question by a scan, however many.
         lazy.scans_left = AtomicU32::new(u32::MAX);
         let mut plain = Mirror::from_entries(entries, vec![1], 0);
@@ -804,22 +798,10 @@ mod tests {
 
     #[test]
     fn a_mirror_over_an_image_builds_its_core_indexes_after_a_few_scans() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("memory.redb");
         let entries: Vec<Arc<Entry>> = (0..10)
             .map(|i| entry(&format!("k{i}"), "note", i, &[]))
             .collect();
-        let refs: Vec<&Arc<Entry>> = entries.iter().collect();
-        let stamp = crate::store::image::Stamp {
-            store_id: vec![1],
-            sequence: 1,
-            count: 10,
-            position: None,
-            token: 0,
-        };
-        crate::store::image::write::write_image(&store, &stamp, 7, &refs, Vec::new()).unwrap();
-        let image = crate::store::image::Image::open(&crate::store::image::path_for(&store));
-        let mirror = Mirror::from_image(Arc::new(Base::new(image.unwrap())), vec![1], 0);
+        let (_dir, mirror) = over_image(&entries);
         for _ in 0..IMAGE_SCANS {
             assert_eq!(&*mirror.newest().unwrap().key, "k9");
             assert!(mirror.built_core_indexes().is_none());
