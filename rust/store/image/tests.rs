@@ -128,3 +128,37 @@ fn a_symbolic_link_is_not_followed() {
         Err(Problem::Missing)
     ));
 }
+
+#[test]
+fn the_first_failing_section_is_named_on_one_thread_and_on_two() {
+    for count in [3, 400] {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = written(dir.path(), count);
+        let path = path_for(&store);
+        let good = std::fs::read(&path).unwrap();
+        let (_, _, _, sections) = super::parse_header(&good).unwrap();
+        let parallel = good.len() >= super::PARALLEL_CHECK_BYTES;
+        assert_eq!(parallel, count == 400, "{} bytes", good.len());
+        let named = |section: &super::Section| {
+            String::from_utf8_lossy(&section.tag.to_le_bytes()).into_owned()
+        };
+        // Damage in the last section and in the first: the first is named.
+        let (first, last) = (&sections[0], &sections[sections.len() - 1]);
+        let mut bad = good.clone();
+        bad[last.start] ^= 1;
+        bad[first.start] ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        match Image::open(&path) {
+            Err(Problem::Damaged(why)) => assert!(why.contains(&named(first)), "{why}"),
+            _ => panic!("{count} entries: damage not found"),
+        }
+        // Damage in the last section alone is found too.
+        let mut bad = good.clone();
+        bad[last.start + last.len - 1] ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        match Image::open(&path) {
+            Err(Problem::Damaged(why)) => assert!(why.contains(&named(last)), "{why}"),
+            _ => panic!("{count} entries: damage in the last section not found"),
+        }
+    }
+}
