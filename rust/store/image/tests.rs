@@ -162,3 +162,21 @@ fn the_first_failing_section_is_named_on_one_thread_and_on_two() {
         }
     }
 }
+
+#[test]
+fn an_image_of_another_version_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = written(dir.path(), 5);
+    let path = path_for(&store);
+    let mut bytes = std::fs::read(&path).unwrap();
+    // Another build tag, with a header checksum that holds.
+    let other = super::build_tag().wrapping_add(1);
+    bytes[super::BUILD_AT..super::BUILD_AT + 4].copy_from_slice(&other.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[..super::CRC_AT]);
+    bytes[super::CRC_AT..super::CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    match Image::open(&path) {
+        Err(Problem::Damaged(why)) => assert!(why.contains("another version"), "{why}"),
+        _ => panic!("an image of another version was read"),
+    }
+}
